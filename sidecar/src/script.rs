@@ -1,0 +1,616 @@
+//! Scripted responses as `sidecar-protocol.md` §2 defines them (SSE bodies, HTTP errors, raw
+//! bodies, delays, extra headers, `when` conditions), with builders and the protocol JSON form.
+//!
+//! ```
+//! use codex_parity_sidecar::{bodies, Scripted};
+//! use serde_json::json;
+//!
+//! let slow = Scripted::sse(bodies::assistant_reply("resp-1", "done"))
+//!     .delay_ms(500)
+//!     .when_body_contains("FORKWORD_1");
+//! let limited = Scripted::http_error(429, json!({"error": {"message": "slow down"}}))
+//!     .header("retry-after", "1");
+//! assert_eq!(limited.to_json()["headers"]["retry-after"], "1");
+//! assert_eq!(Scripted::from_json(&slow.to_json()).unwrap(), slow);
+//! ```
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value, json};
+use wiremock::http::{HeaderName, HeaderValue};
+
+use crate::sse;
+
+/// A scripted response that cannot be used, with what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// The scripted response's JSON has the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+    /// One response of a list is bad.
+    #[error("response {index}: {source}")]
+    AtIndex {
+        /// Position of the response in the list.
+        index: usize,
+        /// What is wrong with it.
+        source: Box<ScriptError>,
+    },
+}
+
+fn shape(message: impl Into<String>) -> ScriptError {
+    ScriptError::Shape(message.into())
+}
+
+/// What a scripted response sends back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A 200 `text/event-stream` body framed from these events.
+    Sse(Vec<Value>),
+    /// An HTTP error: a JSON body, a string body sent as text, or `null` for no body.
+    HttpError {
+        /// The status code (100–999).
+        status: u16,
+        /// The body.
+        body: Value,
+    },
+    /// A 200 body sent exactly as given.
+    Raw {
+        /// The body.
+        text: String,
+        /// Its `content-type`.
+        content_type: String,
+    },
+}
+
+/// A condition on the request that a scripted response waits for; every part must hold.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct When {
+    /// Texts that the decoded body must contain (raw, or after JSON string escaping).
+    pub body_contains: Vec<String>,
+    /// Headers (name lower-case) that must be present with exactly these values.
+    pub headers: Vec<(String, String)>,
+}
+
+impl When {
+    /// Whether a request with this decoded body and these headers (names lower-case) meets
+    /// the condition.
+    pub fn matches(&self, body: &[u8], headers: &[(String, String)]) -> bool {
+        let text = String::from_utf8_lossy(body);
+        let bodies_ok = self
+            .body_contains
+            .iter()
+            .all(|needle| text.contains(needle.as_str()) || text.contains(&json_escaped(needle)));
+        bodies_ok
+            && self.headers.iter().all(|(name, value)| {
+                headers
+                    .iter()
+                    .any(|(have_name, have_value)| have_name == name && have_value == value)
+            })
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        match self.body_contains.as_slice() {
+            [] => {}
+            [one] => {
+                out.insert("body_contains".into(), Value::from(one.as_str()));
+            }
+            many => {
+                out.insert("body_contains".into(), json!(many));
+            }
+        }
+        if !self.headers.is_empty() {
+            out.insert("header".into(), headers_json(&self.headers));
+        }
+        Value::Object(out)
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ScriptError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| shape("\"when\" must be an object"))?;
+        let mut when = When::default();
+        for (key, value) in object {
+            match key.as_str() {
+                "body_contains" => {
+                    when.body_contains = match value {
+                        Value::String(s) => vec![s.clone()],
+                        Value::Array(items) => items
+                            .iter()
+                            .map(|i| i.as_str().map(str::to_string))
+                            .collect::<Option<_>>()
+                            .ok_or_else(|| {
+                                shape("\"when.body_contains\" must be a string or strings")
+                            })?,
+                        _ => {
+                            return Err(shape("\"when.body_contains\" must be a string or strings"));
+                        }
+                    }
+                }
+                "header" => {
+                    when.headers = parse_headers(value, "when.header")?
+                        .into_iter()
+                        .map(|(n, v)| (n.to_ascii_lowercase(), v))
+                        .collect();
+                }
+                other => {
+                    return Err(shape(format!(
+                        "unknown condition \"when.{other}\" (known: body_contains, header)"
+                    )));
+                }
+            }
+        }
+        Ok(when)
+    }
+}
+
+/// `text` as it appears inside a JSON string (quotes, backslashes and control characters
+/// escaped), without the surrounding quotes.
+fn json_escaped(text: &str) -> String {
+    let quoted = Value::from(text).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// One scripted response: what to send, after how long, with which extra headers, and for
+/// which requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scripted {
+    /// What is sent back.
+    pub reply: Reply,
+    /// How long the whole response waits, in milliseconds.
+    pub delay_ms: u64,
+    /// Extra response headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The condition a request must meet to take this response; `None` takes any request.
+    pub when: Option<When>,
+}
+
+impl Scripted {
+    fn new(reply: Reply) -> Self {
+        Scripted {
+            reply,
+            delay_ms: 0,
+            headers: Vec::new(),
+            when: None,
+        }
+    }
+
+    /// A 200 SSE body of these events.
+    ///
+    /// ```
+    /// use codex_parity_sidecar::{events, Scripted};
+    /// let s = Scripted::sse(vec![events::response_created("r"), events::completed("r")]);
+    /// assert!(s.to_json().is_array());
+    /// ```
+    pub fn sse(events: Vec<Value>) -> Self {
+        Scripted::new(Reply::Sse(events))
+    }
+
+    /// An HTTP error with this status and body (a JSON value; a JSON string is sent as text).
+    ///
+    /// ```
+    /// use codex_parity_sidecar::Scripted;
+    /// let s = Scripted::http_error(503, serde_json::json!("unavailable"));
+    /// assert_eq!(s.to_json()["status"], 503);
+    /// ```
+    pub fn http_error(status: u16, body: Value) -> Self {
+        Scripted::new(Reply::HttpError { status, body })
+    }
+
+    /// A 200 body sent as given, `content-type: text/event-stream` (see [`Scripted::content_type`]).
+    ///
+    /// ```
+    /// use codex_parity_sidecar::Scripted;
+    /// let cut = Scripted::raw("event: response.created\ndata: {\"type\":");
+    /// assert_eq!(cut.to_json()["content_type"], "text/event-stream");
+    /// ```
+    pub fn raw(text: impl Into<String>) -> Self {
+        Scripted::new(Reply::Raw {
+            text: text.into(),
+            content_type: "text/event-stream".into(),
+        })
+    }
+
+    /// Sets the `content-type` of a raw body (no effect on other replies).
+    pub fn content_type(mut self, value: &str) -> Self {
+        if let Reply::Raw { content_type, .. } = &mut self.reply {
+            *content_type = value.to_string();
+        }
+        self
+    }
+
+    /// Delays the whole response by `ms` milliseconds.
+    pub fn delay_ms(mut self, ms: u64) -> Self {
+        self.delay_ms = ms;
+        self
+    }
+
+    /// Adds a response header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Serves this response only to a request whose decoded body contains `text`
+    /// (as is, or JSON-escaped); calling it again requires every text.
+    pub fn when_body_contains(mut self, text: &str) -> Self {
+        self.when
+            .get_or_insert_with(When::default)
+            .body_contains
+            .push(text.to_string());
+        self
+    }
+
+    /// Serves this response only to a request with header `name` equal to `value`.
+    pub fn when_header(mut self, name: &str, value: &str) -> Self {
+        self.when
+            .get_or_insert_with(When::default)
+            .headers
+            .push((name.to_ascii_lowercase(), value.to_string()));
+        self
+    }
+
+    /// The protocol JSON form: a bare event array when nothing else is set, otherwise an object.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        match &self.reply {
+            Reply::Sse(events) => {
+                if self.delay_ms == 0 && self.headers.is_empty() && self.when.is_none() {
+                    return Value::Array(events.clone());
+                }
+                out.insert("events".into(), Value::Array(events.clone()));
+            }
+            Reply::HttpError { status, body } => {
+                out.insert("status".into(), Value::from(*status));
+                if !body.is_null() {
+                    out.insert("body".into(), body.clone());
+                }
+            }
+            Reply::Raw { text, content_type } => {
+                out.insert("raw".into(), Value::from(text.as_str()));
+                out.insert("content_type".into(), Value::from(content_type.as_str()));
+            }
+        }
+        if self.delay_ms > 0 {
+            out.insert("delay_ms".into(), Value::from(self.delay_ms));
+        }
+        if !self.headers.is_empty() {
+            out.insert("headers".into(), headers_json(&self.headers));
+        }
+        if let Some(when) = &self.when {
+            out.insert("when".into(), when.to_json());
+        }
+        Value::Object(out)
+    }
+
+    /// Parses the protocol JSON form, checking everything that could fail when served
+    /// (events without a string `type`, bad status, bad header names or values).
+    pub fn from_json(value: &Value) -> Result<Self, ScriptError> {
+        let scripted = match value {
+            Value::Array(events) => Scripted::sse(events.clone()),
+            Value::Object(object) => Scripted::from_object(object)?,
+            other => {
+                return Err(shape(format!(
+                    "a scripted response must be an array of events or an object, not {}",
+                    kind_of(other)
+                )));
+            }
+        };
+        scripted.validate()?;
+        Ok(scripted)
+    }
+
+    fn from_object(object: &Map<String, Value>) -> Result<Self, ScriptError> {
+        let forms: Vec<&str> = ["events", "status", "raw"]
+            .into_iter()
+            .filter(|k| object.contains_key(*k))
+            .collect();
+        let allowed: &[&str] = match forms.as_slice() {
+            ["events"] => &["events", "delay_ms", "headers", "when"],
+            ["status"] => &["status", "body", "delay_ms", "headers", "when"],
+            ["raw"] => &["raw", "content_type", "delay_ms", "headers", "when"],
+            [] => {
+                return Err(shape(
+                    "a scripted response object needs one of \"events\", \"status\" or \"raw\"",
+                ));
+            }
+            several => {
+                return Err(shape(format!(
+                    "a scripted response object has only one of \"events\", \"status\" or \"raw\", not {}",
+                    several.join(" and ")
+                )));
+            }
+        };
+        if let Some(key) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(shape(format!(
+                "unknown field \"{key}\" (allowed here: {})",
+                allowed.join(", ")
+            )));
+        }
+        let reply = match forms[0] {
+            "events" => match &object["events"] {
+                Value::Array(events) => Reply::Sse(events.clone()),
+                _ => return Err(shape("\"events\" must be an array")),
+            },
+            "status" => {
+                let status = object["status"]
+                    .as_u64()
+                    .and_then(|s| u16::try_from(s).ok())
+                    .filter(|s| (100..=999).contains(s))
+                    .ok_or_else(|| shape("\"status\" must be an integer from 100 to 999"))?;
+                let body = object.get("body").cloned().unwrap_or(Value::Null);
+                Reply::HttpError { status, body }
+            }
+            _ => {
+                let text = object["raw"]
+                    .as_str()
+                    .ok_or_else(|| shape("\"raw\" must be a string"))?;
+                let content_type = match object.get("content_type") {
+                    None => "text/event-stream",
+                    Some(Value::String(s)) => s.as_str(),
+                    Some(_) => return Err(shape("\"content_type\" must be a string")),
+                };
+                Reply::Raw {
+                    text: text.to_string(),
+                    content_type: content_type.to_string(),
+                }
+            }
+        };
+        let delay_ms = match object.get("delay_ms") {
+            None => 0,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| shape("\"delay_ms\" must be a non-negative integer"))?,
+        };
+        let headers = match object.get("headers") {
+            None => Vec::new(),
+            Some(v) => parse_headers(v, "headers")?,
+        };
+        let when = object.get("when").map(When::from_json).transpose()?;
+        Ok(Scripted {
+            reply,
+            delay_ms,
+            headers,
+            when,
+        })
+    }
+
+    /// Checks what would otherwise fail when the response is served.
+    pub fn validate(&self) -> Result<(), ScriptError> {
+        match &self.reply {
+            Reply::Sse(events) => {
+                sse::frame(events).map_err(|e| shape(e.to_string()))?;
+            }
+            Reply::HttpError { status, .. } => {
+                if !(100..=999).contains(status) {
+                    return Err(shape(format!("status {status} is not from 100 to 999")));
+                }
+            }
+            Reply::Raw { content_type, .. } => {
+                HeaderValue::from_str(content_type).map_err(|_| {
+                    shape(format!(
+                        "\"content_type\" {content_type:?} is not a valid header value"
+                    ))
+                })?;
+            }
+        }
+        for (name, value) in &self.headers {
+            HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| shape(format!("{name:?} is not a valid header name")))?;
+            HeaderValue::from_str(value).map_err(|_| {
+                shape(format!(
+                    "header {name}: {value:?} is not a valid header value"
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a list of scripted responses (the config's `responses`, `enqueue`'s `responses`);
+/// an error names the offending index.
+pub fn parse_list(value: &Value) -> Result<Vec<Scripted>, ScriptError> {
+    let items = value.as_array().ok_or_else(|| {
+        shape(format!(
+            "\"responses\" must be an array, not {}",
+            kind_of(value)
+        ))
+    })?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            Scripted::from_json(item).map_err(|e| ScriptError::AtIndex {
+                index,
+                source: Box::new(e),
+            })
+        })
+        .collect()
+}
+
+fn parse_headers(value: &Value, what: &str) -> Result<Vec<(String, String)>, ScriptError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| shape(format!("\"{what}\" must be an object of strings")))?;
+    object
+        .iter()
+        .map(|(name, value)| match value {
+            Value::String(s) => Ok((name.clone(), s.clone())),
+            _ => Err(shape(format!("\"{what}.{name}\" must be a string"))),
+        })
+        .collect()
+}
+
+fn headers_json(headers: &[(String, String)]) -> Value {
+    Value::Object(
+        headers
+            .iter()
+            .map(|(n, v)| (n.clone(), Value::from(v.as_str())))
+            .collect(),
+    )
+}
+
+/// A short name for the JSON type of `value`, for error messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Serialize for Scripted {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scripted {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Scripted::from_json(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{bodies, events};
+
+    fn parse(text: &str) -> Result<Scripted, ScriptError> {
+        Scripted::from_json(&serde_json::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn every_protocol_form_round_trips() {
+        let forms = [
+            Scripted::sse(bodies::empty_response("r")),
+            Scripted::sse(bodies::empty_response("r"))
+                .delay_ms(250)
+                .header("x-a", "1"),
+            Scripted::http_error(429, json!({"error": {"message": "m"}}))
+                .header("retry-after", "1"),
+            Scripted::http_error(500, json!("plain text")).delay_ms(5),
+            Scripted::http_error(502, Value::Null),
+            Scripted::raw("event: x\n").content_type("text/plain"),
+            Scripted::sse(vec![])
+                .when_body_contains("A")
+                .when_body_contains("B")
+                .when_header("X-Codex-Window-Id", "w1"),
+        ];
+        for form in forms {
+            let json = form.to_json();
+            assert_eq!(Scripted::from_json(&json).unwrap(), form, "{json}");
+            let text = serde_json::to_string(&form).unwrap();
+            assert_eq!(serde_json::from_str::<Scripted>(&text).unwrap(), form);
+        }
+    }
+
+    #[test]
+    fn protocol_json_parses_into_the_documented_meaning() {
+        let s = parse(r#"[{"type":"response.created","response":{"id":"r"}}]"#).unwrap();
+        assert_eq!(s.reply, Reply::Sse(vec![events::response_created("r")]));
+        assert_eq!(s.when, None);
+
+        let s = parse(r#"{"events":[],"delay_ms":100,"headers":{"x-y":"z"}}"#).unwrap();
+        assert_eq!(s.delay_ms, 100);
+        assert_eq!(s.headers, vec![("x-y".to_string(), "z".to_string())]);
+
+        let s = parse(
+            r#"{"status":429,"body":{"error":{}},"headers":{"retry-after":"1"},"delay_ms":0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            s.reply,
+            Reply::HttpError {
+                status: 429,
+                body: json!({"error": {}})
+            }
+        );
+
+        let s = parse(r#"{"raw":"data: x"}"#).unwrap();
+        assert_eq!(
+            s.reply,
+            Reply::Raw {
+                text: "data: x".into(),
+                content_type: "text/event-stream".into()
+            }
+        );
+
+        let s = parse(
+            r#"{"events":[],"when":{"header":{"X-Codex-Window-Id":"w"},"body_contains":"F"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            s.when,
+            Some(When {
+                body_contains: vec!["F".into()],
+                headers: vec![("x-codex-window-id".into(), "w".into())]
+            })
+        );
+    }
+
+    #[test]
+    fn bad_forms_are_errors_that_say_why() {
+        let cases = [
+            ("3", "array of events or an object"),
+            ("{}", "needs one of"),
+            (r#"{"events":[],"status":500}"#, "only one of"),
+            (r#"{"events":{}}"#, "must be an array"),
+            (r#"{"events":[],"delay":5}"#, "unknown field \"delay\""),
+            (r#"{"status":"500"}"#, "100 to 999"),
+            (r#"{"status":42}"#, "100 to 999"),
+            (r#"{"status":500,"delay_ms":-1}"#, "non-negative"),
+            (r#"{"raw":5}"#, "\"raw\" must be a string"),
+            (
+                r#"{"status":500,"headers":{"a b":"c"}}"#,
+                "not a valid header name",
+            ),
+            (
+                r#"{"status":500,"headers":{"a":"c\nd"}}"#,
+                "not a valid header value",
+            ),
+            (r#"{"status":500,"headers":{"a":1}}"#, "must be a string"),
+            (r#"[{"delta":"x"}]"#, "event 0"),
+            (r#"{"events":[],"when":{"path":"x"}}"#, "unknown condition"),
+            (
+                r#"{"events":[],"when":{"body_contains":3}}"#,
+                "body_contains",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn list_errors_name_the_index() {
+        let err = parse_list(&json!([[], [], {"status": 1}])).unwrap_err();
+        assert!(err.to_string().starts_with("response 2: "), "{err}");
+        assert!(parse_list(&json!({})).is_err());
+        assert_eq!(parse_list(&json!([[], []])).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn when_matches_body_text_raw_or_escaped_and_headers() {
+        let when = Scripted::sse(vec![])
+            .when_body_contains("say \"hi\"")
+            .when_header("X-Win", "w1")
+            .when
+            .unwrap();
+        let body = br#"{"input":"say \"hi\" now"}"#;
+        let headers = vec![("x-win".to_string(), "w1".to_string())];
+        assert!(when.matches(body, &headers));
+        assert!(!when.matches(body, &[]));
+        assert!(!when.matches(b"{}", &headers));
+        let raw = When {
+            body_contains: vec!["FORKWORD_1".into()],
+            headers: vec![],
+        };
+        assert!(raw.matches(b"xxFORKWORD_1xx", &[]));
+        assert!(!raw.matches(b"FORKWORD_2", &[]));
+    }
+}
