@@ -42,7 +42,7 @@ fn shape(message: impl Into<String>) -> ScriptError {
 
 /// What a scripted response sends back.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub enum ScriptedReply {
     /// A 200 `text/event-stream` body framed from these events.
     Sse(Vec<Value>),
     /// An HTTP error: a JSON body, a string body sent as text, or `null` for no body.
@@ -87,7 +87,8 @@ impl When {
             })
     }
 
-    fn to_json(&self) -> Value {
+    /// The protocol JSON form of the condition.
+    pub fn to_json(&self) -> Value {
         let mut out = Map::new();
         match self.body_contains.as_slice() {
             [] => {}
@@ -122,7 +123,9 @@ impl When {
                                 shape("\"when.body_contains\" must be a string or strings")
                             })?,
                         _ => {
-                            return Err(shape("\"when.body_contains\" must be a string or strings"));
+                            return Err(shape(
+                                "\"when.body_contains\" must be a string or strings",
+                            ));
                         }
                     }
                 }
@@ -155,7 +158,7 @@ fn json_escaped(text: &str) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scripted {
     /// What is sent back.
-    pub reply: Reply,
+    pub reply: ScriptedReply,
     /// How long the whole response waits, in milliseconds.
     pub delay_ms: u64,
     /// Extra response headers, in order.
@@ -165,7 +168,7 @@ pub struct Scripted {
 }
 
 impl Scripted {
-    fn new(reply: Reply) -> Self {
+    fn new(reply: ScriptedReply) -> Self {
         Scripted {
             reply,
             delay_ms: 0,
@@ -182,7 +185,7 @@ impl Scripted {
     /// assert!(s.to_json().is_array());
     /// ```
     pub fn sse(events: Vec<Value>) -> Self {
-        Scripted::new(Reply::Sse(events))
+        Scripted::new(ScriptedReply::Sse(events))
     }
 
     /// An HTTP error with this status and body (a JSON value; a JSON string is sent as text).
@@ -193,7 +196,7 @@ impl Scripted {
     /// assert_eq!(s.to_json()["status"], 503);
     /// ```
     pub fn http_error(status: u16, body: Value) -> Self {
-        Scripted::new(Reply::HttpError { status, body })
+        Scripted::new(ScriptedReply::HttpError { status, body })
     }
 
     /// A 200 body sent as given, `content-type: text/event-stream` (see [`Scripted::content_type`]).
@@ -204,7 +207,7 @@ impl Scripted {
     /// assert_eq!(cut.to_json()["content_type"], "text/event-stream");
     /// ```
     pub fn raw(text: impl Into<String>) -> Self {
-        Scripted::new(Reply::Raw {
+        Scripted::new(ScriptedReply::Raw {
             text: text.into(),
             content_type: "text/event-stream".into(),
         })
@@ -212,7 +215,7 @@ impl Scripted {
 
     /// Sets the `content-type` of a raw body (no effect on other replies).
     pub fn content_type(mut self, value: &str) -> Self {
-        if let Reply::Raw { content_type, .. } = &mut self.reply {
+        if let ScriptedReply::Raw { content_type, .. } = &mut self.reply {
             *content_type = value.to_string();
         }
         self
@@ -253,19 +256,19 @@ impl Scripted {
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
         match &self.reply {
-            Reply::Sse(events) => {
+            ScriptedReply::Sse(events) => {
                 if self.delay_ms == 0 && self.headers.is_empty() && self.when.is_none() {
                     return Value::Array(events.clone());
                 }
                 out.insert("events".into(), Value::Array(events.clone()));
             }
-            Reply::HttpError { status, body } => {
+            ScriptedReply::HttpError { status, body } => {
                 out.insert("status".into(), Value::from(*status));
                 if !body.is_null() {
                     out.insert("body".into(), body.clone());
                 }
             }
-            Reply::Raw { text, content_type } => {
+            ScriptedReply::Raw { text, content_type } => {
                 out.insert("raw".into(), Value::from(text.as_str()));
                 out.insert("content_type".into(), Value::from(content_type.as_str()));
             }
@@ -328,7 +331,7 @@ impl Scripted {
         }
         let reply = match forms[0] {
             "events" => match &object["events"] {
-                Value::Array(events) => Reply::Sse(events.clone()),
+                Value::Array(events) => ScriptedReply::Sse(events.clone()),
                 _ => return Err(shape("\"events\" must be an array")),
             },
             "status" => {
@@ -338,7 +341,7 @@ impl Scripted {
                     .filter(|s| (100..=999).contains(s))
                     .ok_or_else(|| shape("\"status\" must be an integer from 100 to 999"))?;
                 let body = object.get("body").cloned().unwrap_or(Value::Null);
-                Reply::HttpError { status, body }
+                ScriptedReply::HttpError { status, body }
             }
             _ => {
                 let text = object["raw"]
@@ -349,7 +352,7 @@ impl Scripted {
                     Some(Value::String(s)) => s.as_str(),
                     Some(_) => return Err(shape("\"content_type\" must be a string")),
                 };
-                Reply::Raw {
+                ScriptedReply::Raw {
                     text: text.to_string(),
                     content_type: content_type.to_string(),
                 }
@@ -377,15 +380,15 @@ impl Scripted {
     /// Checks what would otherwise fail when the response is served.
     pub fn validate(&self) -> Result<(), ScriptError> {
         match &self.reply {
-            Reply::Sse(events) => {
+            ScriptedReply::Sse(events) => {
                 sse::frame(events).map_err(|e| shape(e.to_string()))?;
             }
-            Reply::HttpError { status, .. } => {
+            ScriptedReply::HttpError { status, .. } => {
                 if !(100..=999).contains(status) {
                     return Err(shape(format!("status {status} is not from 100 to 999")));
                 }
             }
-            Reply::Raw { content_type, .. } => {
+            ScriptedReply::Raw { content_type, .. } => {
                 HeaderValue::from_str(content_type).map_err(|_| {
                     shape(format!(
                         "\"content_type\" {content_type:?} is not a valid header value"
@@ -511,7 +514,10 @@ mod tests {
     #[test]
     fn protocol_json_parses_into_the_documented_meaning() {
         let s = parse(r#"[{"type":"response.created","response":{"id":"r"}}]"#).unwrap();
-        assert_eq!(s.reply, Reply::Sse(vec![events::response_created("r")]));
+        assert_eq!(
+            s.reply,
+            ScriptedReply::Sse(vec![events::response_created("r")])
+        );
         assert_eq!(s.when, None);
 
         let s = parse(r#"{"events":[],"delay_ms":100,"headers":{"x-y":"z"}}"#).unwrap();
@@ -524,7 +530,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.reply,
-            Reply::HttpError {
+            ScriptedReply::HttpError {
                 status: 429,
                 body: json!({"error": {}})
             }
@@ -533,7 +539,7 @@ mod tests {
         let s = parse(r#"{"raw":"data: x"}"#).unwrap();
         assert_eq!(
             s.reply,
-            Reply::Raw {
+            ScriptedReply::Raw {
                 text: "data: x".into(),
                 content_type: "text/event-stream".into()
             }

@@ -1,0 +1,465 @@
+//! A captured request as the `requests` reply carries it (the protocol's `R`), with the
+//! accessors of `responses-wire-format.md` §8.2 for assertions on what codex sent.
+//!
+//! ```
+//! use codex_parity_sidecar::captured::CapturedRequest;
+//! let r: CapturedRequest = serde_json::from_value(serde_json::json!({
+//!     "path": "/v1/responses",
+//!     "headers": {"content-type": "application/json"},
+//!     "body": {"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
+//! })).unwrap();
+//! assert_eq!(r.last_user_text().as_deref(), Some("hi"));
+//! assert_eq!(r.header("Content-Type"), Some("application/json"));
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How the sidecar answered a captured request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A scripted response (or the models body) answered it.
+    #[default]
+    Scripted,
+    /// Nothing fitted: it got the 500 "no scripted response was left".
+    Unscripted,
+}
+
+/// One captured request, in the protocol's JSON shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedRequest {
+    /// 0-based arrival order among all captured requests.
+    #[serde(default)]
+    pub index: u64,
+    /// HTTP method, e.g. `POST`.
+    #[serde(default)]
+    pub method: String,
+    /// URL path without the query string, e.g. `/v1/responses`.
+    pub path: String,
+    /// The query string without `?`, `null` when there was none.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// The nine selected headers that the request had (names lower-case).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Every header, names lower-case (repeated headers joined with `, `).
+    #[serde(default)]
+    pub all_headers: BTreeMap<String, String>,
+    /// The decoded body parsed as JSON, `null` if it is not JSON.
+    #[serde(default)]
+    pub body: Value,
+    /// The decoded body as text, present only when it is not JSON (and not empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_text: Option<String>,
+    /// Why the body could not be decoded, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_error: Option<String>,
+    /// When it arrived, in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub received_at_ms: u64,
+    /// Scripted or unscripted.
+    #[serde(default)]
+    pub outcome: Outcome,
+    /// Violations of the tool-call pairing invariant (model requests only); empty when fine.
+    #[serde(default)]
+    pub pairing_violations: Vec<String>,
+}
+
+/// What an accessor could not find.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapturedError {
+    /// The body is not JSON.
+    #[error("request {index} ({method} {path}): body is not JSON")]
+    BodyNotJson {
+        /// The request's index.
+        index: u64,
+        /// Its method.
+        method: String,
+        /// Its path.
+        path: String,
+    },
+    /// The body has no `input` array.
+    #[error("request {index}: body has no \"input\" array")]
+    NoInput {
+        /// The request's index.
+        index: u64,
+    },
+    /// No output item of this type for this call.
+    #[error("request {index}: no {item_type} for call_id {call_id:?}")]
+    NoOutput {
+        /// The request's index.
+        index: u64,
+        /// The output item type looked for.
+        item_type: String,
+        /// The call id.
+        call_id: String,
+    },
+    /// A header is missing or not JSON.
+    #[error("request {index}: header {name}: {problem}")]
+    Header {
+        /// The request's index.
+        index: u64,
+        /// The header name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A sequence did not hold exactly one request.
+    #[error("expected exactly one request, got {0}")]
+    NotExactlyOne(usize),
+}
+
+impl CapturedRequest {
+    /// Whether this is a model request (`POST` on a path ending in `/responses`).
+    pub fn is_model_request(&self) -> bool {
+        self.method.eq_ignore_ascii_case("POST") && self.path.ends_with("/responses")
+    }
+
+    /// The body as JSON; an error if it was not JSON.
+    pub fn body_json(&self) -> Result<&Value, CapturedError> {
+        if self.body.is_null() {
+            return Err(CapturedError::BodyNotJson {
+                index: self.index,
+                method: self.method.clone(),
+                path: self.path.clone(),
+            });
+        }
+        Ok(&self.body)
+    }
+
+    /// The body's bytes: the compact JSON, or the text when it was not JSON.
+    pub fn body_bytes(&self) -> Vec<u8> {
+        match (&self.body, &self.body_text) {
+            (Value::Null, Some(text)) => text.as_bytes().to_vec(),
+            (Value::Null, None) => Vec::new(),
+            (body, _) => body.to_string().into_bytes(),
+        }
+    }
+
+    /// Whether the body contains `text`, as is or after JSON string escaping (so quotes and
+    /// newlines inside JSON strings match).
+    pub fn body_contains_text(&self, text: &str) -> bool {
+        let body = String::from_utf8_lossy(&self.body_bytes()).into_owned();
+        let escaped = Value::from(text).to_string();
+        body.contains(text) || body.contains(&escaped[1..escaped.len() - 1])
+    }
+
+    /// The URL path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The HTTP method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The first value of query parameter `name`, percent-decoded.
+    pub fn query_param(&self, name: &str) -> Option<String> {
+        self.query.as_deref()?.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key) == name).then(|| percent_decode(value))
+        })
+    }
+
+    /// A header's value, name case-insensitive.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.all_headers
+            .get(&name)
+            .or_else(|| self.headers.get(&name))
+            .map(String::as_str)
+    }
+
+    /// `x-codex-turn-metadata` parsed as JSON.
+    pub fn turn_metadata(&self) -> Result<Value, CapturedError> {
+        let name = "x-codex-turn-metadata";
+        let header_error = |problem: String| CapturedError::Header {
+            index: self.index,
+            name: name.to_string(),
+            problem,
+        };
+        let text = self
+            .header(name)
+            .ok_or_else(|| header_error("absent".to_string()))?;
+        serde_json::from_str(text).map_err(|e| header_error(format!("not JSON: {e}")))
+    }
+
+    /// `body.input` as an array.
+    pub fn input(&self) -> Result<&Vec<Value>, CapturedError> {
+        self.body_json()?
+            .get("input")
+            .and_then(Value::as_array)
+            .ok_or(CapturedError::NoInput { index: self.index })
+    }
+
+    /// The input items whose `type` is `item_type`.
+    pub fn inputs_of_type(&self, item_type: &str) -> Vec<&Value> {
+        self.input_items()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some(item_type))
+            .collect()
+    }
+
+    fn input_items(&self) -> impl Iterator<Item = &Value> {
+        self.input().map(|v| v.iter()).into_iter().flatten()
+    }
+
+    fn messages<'a>(&'a self, role: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.input_items().filter(move |item| {
+            item.get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("message")
+                == "message"
+                && item.get("role").and_then(Value::as_str) == Some(role)
+        })
+    }
+
+    /// Texts of each message with this role, grouped per message: `input_text` parts (and
+    /// `output_text` for `assistant`), or a string `content`.
+    pub fn message_input_text_groups(&self, role: &str) -> Vec<Vec<String>> {
+        self.messages(role)
+            .map(|message| match message.get("content") {
+                Some(Value::String(text)) => vec![text.clone()],
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter(|part| {
+                        let kind = part.get("type").and_then(Value::as_str);
+                        kind == Some("input_text")
+                            || (role == "assistant" && kind == Some("output_text"))
+                    })
+                    .filter_map(|part| part.get("text").and_then(Value::as_str).map(str::to_string))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every text of messages with this role, in order.
+    pub fn message_input_texts(&self, role: &str) -> Vec<String> {
+        self.message_input_text_groups(role)
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Whether some message of this role has texts satisfying `pred`.
+    pub fn has_message_with_input_texts(
+        &self,
+        role: &str,
+        pred: impl Fn(&[String]) -> bool,
+    ) -> bool {
+        self.message_input_text_groups(role)
+            .iter()
+            .any(|texts| pred(texts))
+    }
+
+    /// `image_url` of the `input_image` parts of messages with this role.
+    pub fn message_input_image_urls(&self, role: &str) -> Vec<String> {
+        self.messages(role)
+            .filter_map(|m| m.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("input_image"))
+            .filter_map(|part| {
+                part.get("image_url")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect()
+    }
+
+    /// The text of the last user message (its parts joined with `\n`).
+    pub fn last_user_text(&self) -> Option<String> {
+        self.message_input_text_groups("user")
+            .pop()
+            .map(|texts| texts.join("\n"))
+    }
+
+    /// `body.instructions`, if present.
+    pub fn instructions_text(&self) -> Option<&str> {
+        self.body.get("instructions").and_then(Value::as_str)
+    }
+
+    fn item_with_call_id(&self, item_type: &str, call_id: &str) -> Option<&Value> {
+        self.input_items().find(|item| {
+            item.get("type").and_then(Value::as_str) == Some(item_type)
+                && item.get("call_id").and_then(Value::as_str) == Some(call_id)
+        })
+    }
+
+    /// Whether the input has a `function_call` with this `call_id`.
+    pub fn has_function_call(&self, call_id: &str) -> bool {
+        self.function_call(call_id).is_some()
+    }
+
+    /// The `function_call` item with this `call_id`.
+    pub fn function_call(&self, call_id: &str) -> Option<&Value> {
+        self.item_with_call_id("function_call", call_id)
+    }
+
+    /// The output item of type `item_type` for this `call_id`.
+    pub fn call_output(&self, call_id: &str, item_type: &str) -> Result<&Value, CapturedError> {
+        self.item_with_call_id(item_type, call_id)
+            .ok_or_else(|| CapturedError::NoOutput {
+                index: self.index,
+                item_type: item_type.to_string(),
+                call_id: call_id.to_string(),
+            })
+    }
+
+    /// The `function_call_output` item for this `call_id`.
+    pub fn function_call_output(&self, call_id: &str) -> Result<&Value, CapturedError> {
+        self.call_output(call_id, "function_call_output")
+    }
+
+    /// The `custom_tool_call_output` item for this `call_id`.
+    pub fn custom_tool_call_output(&self, call_id: &str) -> Result<&Value, CapturedError> {
+        self.call_output(call_id, "custom_tool_call_output")
+    }
+
+    /// The `tool_search_output` item for this `call_id`.
+    pub fn tool_search_output(&self, call_id: &str) -> Result<&Value, CapturedError> {
+        self.call_output(call_id, "tool_search_output")
+    }
+
+    /// The `output` of this call's `function_call_output` when it is a string.
+    pub fn function_call_output_text(&self, call_id: &str) -> Option<String> {
+        self.function_call_output(call_id)
+            .ok()?
+            .get("output")?
+            .as_str()
+            .map(str::to_string)
+    }
+
+    /// `(text, success)` of this call's output: from a string, a one-item `input_text`
+    /// array, or a `{content, success}` object. `None` when there is no output.
+    pub fn function_call_output_content_and_success(
+        &self,
+        call_id: &str,
+    ) -> Option<(Option<String>, Option<bool>)> {
+        let output = self.function_call_output(call_id).ok()?.get("output")?;
+        let text_of = |v: &Value| -> Option<String> {
+            match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Array(items) if items.len() == 1 => items[0]
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                _ => None,
+            }
+        };
+        Some(match output {
+            Value::Object(o) => (
+                o.get("content").and_then(text_of),
+                o.get("success").and_then(Value::as_bool),
+            ),
+            other => (text_of(other), None),
+        })
+    }
+
+    /// Names of `body.tools`; children of a namespace as `ns/name`.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for tool in self.tools() {
+            let name = tool.get("name").and_then(Value::as_str);
+            match (tool.get("type").and_then(Value::as_str), name) {
+                (Some("namespace"), Some(ns)) => {
+                    for child in tool
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(child) = child.get("name").and_then(Value::as_str) {
+                            names.push(format!("{ns}/{child}"));
+                        }
+                    }
+                }
+                (_, Some(name)) => names.push(name.to_string()),
+                (Some(kind), None) => names.push(kind.to_string()),
+                (None, None) => {}
+            }
+        }
+        names
+    }
+
+    /// The tool spec named `name` (inside namespace `namespace` when given).
+    pub fn tool_by_name(&self, namespace: Option<&str>, name: &str) -> Option<&Value> {
+        let named =
+            |tool: &&Value, want: &str| tool.get("name").and_then(Value::as_str) == Some(want);
+        match namespace {
+            None => self.tools().find(|t| named(t, name)),
+            Some(ns) => self
+                .tools()
+                .find(|t| {
+                    t.get("type").and_then(Value::as_str) == Some("namespace") && named(t, ns)
+                })?
+                .get("tools")?
+                .as_array()?
+                .iter()
+                .find(|t| named(t, name)),
+        }
+    }
+
+    fn tools(&self) -> impl Iterator<Item = &Value> {
+        self.body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|v| v.iter())
+            .into_iter()
+            .flatten()
+    }
+}
+
+/// The only request of `requests`; an error unless there is exactly one.
+pub fn single_request(requests: &[CapturedRequest]) -> Result<&CapturedRequest, CapturedError> {
+    match requests {
+        [one] => Ok(one),
+        other => Err(CapturedError::NotExactlyOne(other.len())),
+    }
+}
+
+/// The last request of `requests`.
+pub fn last_request(requests: &[CapturedRequest]) -> Option<&CapturedRequest> {
+    requests.last()
+}
+
+/// Whether any request's input has a `function_call` with this `call_id`.
+pub fn saw_function_call(requests: &[CapturedRequest], call_id: &str) -> bool {
+    requests.iter().any(|r| r.has_function_call(call_id))
+}
+
+/// The first string `function_call_output` for this `call_id` over all requests.
+pub fn function_call_output_text(requests: &[CapturedRequest], call_id: &str) -> Option<String> {
+    requests
+        .iter()
+        .find_map(|r| r.function_call_output_text(call_id))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

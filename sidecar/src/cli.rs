@@ -1,0 +1,287 @@
+//! The `codex-parity-sidecar` program: arguments, config loading, the ready line and the
+//! JSONL command loop. Callable in-process through [`main_with_args`] or [`run`].
+//!
+//! ```no_run
+//! // What `codex-parity sidecar --port 0` can do from another binary:
+//! let status = codex_parity_sidecar::cli::main_with_args(["codex-parity-sidecar", "--lenient"]);
+//! std::process::exit(status);
+//! ```
+
+use std::ffi::OsString;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command};
+use crate::script::{self, Scripted};
+use crate::server::{RequestFilter, Server};
+
+/// Exit status when the configuration is unusable (before any ready line).
+pub const EXIT_BAD_CONFIG: i32 = 2;
+/// Exit status when scripted responses were left over or requests were unscripted.
+pub const EXIT_LEFTOVERS: i32 = 3;
+
+/// Command-line arguments of `codex-parity-sidecar`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "codex-parity-sidecar",
+    version,
+    about = "A mock OpenAI Responses API on loopback, steered by JSONL on stdin/stdout"
+)]
+pub struct Args {
+    /// JSON file `{"responses": [...]}` with the initial script.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Exit with status 0 even when responses were left over or requests were unscripted.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+/// Parses `args` (the first item is the program name) and runs the sidecar to the end,
+/// returning the process exit status. Builds its own tokio runtime; when called from inside
+/// one, it runs on a separate thread.
+pub fn main_with_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Args::try_parse_from(args) {
+        Ok(args) => run_blocking(args),
+        Err(e) => {
+            // --help and --version print to stdout and exit 0; usage errors exit 2.
+            let _ = e.print();
+            e.exit_code()
+        }
+    }
+}
+
+/// Runs the sidecar on a fresh current-thread runtime and returns the exit status.
+pub fn run_blocking(args: Args) -> i32 {
+    let go = move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                eprintln!("codex-parity-sidecar: error: cannot start the async runtime: {e}");
+                return 1;
+            }
+        };
+        let status = match runtime.block_on(run(args)) {
+            Ok(status) => status,
+            Err(e) => {
+                eprintln!("codex-parity-sidecar: error: {e:#}");
+                1
+            }
+        };
+        // Don't wait for in-flight delayed responses.
+        runtime.shutdown_background();
+        status
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|scope| scope.spawn(go).join().unwrap_or(1))
+    } else {
+        go()
+    }
+}
+
+/// Loads the config file's `responses`.
+pub fn load_config(path: &std::path::Path) -> anyhow::Result<Vec<Scripted>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("config {} is not JSON", path.display()))?;
+    let object = value
+        .as_object()
+        .with_context(|| format!("config {} is not a JSON object", path.display()))?;
+    if let Some(key) = object.keys().find(|k| k.as_str() != "responses") {
+        anyhow::bail!(
+            "config {}: unknown key {key:?} (expected {{\"responses\": [...]}})",
+            path.display()
+        );
+    }
+    match object.get("responses") {
+        None => Ok(Vec::new()),
+        Some(list) => {
+            script::parse_list(list).with_context(|| format!("config {}", path.display()))
+        }
+    }
+}
+
+/// Runs the sidecar: starts the server, prints the ready line, serves commands from stdin
+/// until `shutdown` or EOF. Returns the exit status; a bad config returns
+/// [`EXIT_BAD_CONFIG`] after printing the problem to stderr.
+pub async fn run(args: Args) -> anyhow::Result<i32> {
+    let (server, script) = match start(&args).await {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("codex-parity-sidecar: error: {e:#}");
+            return Ok(EXIT_BAD_CONFIG);
+        }
+    };
+    server
+        .enqueue(&script)
+        .context("the config's responses cannot be queued")?;
+    let ready = Reply::Ready {
+        server_url: server.server_url(),
+        base_url: server.base_url(),
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+    };
+    write_line(&ready.to_line(None))?;
+    eprintln!("codex-parity-sidecar: listening on {}", server.server_url());
+
+    let mut lines = spawn_stdin_reader();
+    while let Some(line) = lines.recv().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, command) = parse_command(&line);
+        let reply = match command {
+            Ok(Command::Shutdown) => {
+                let (reply, status) = finish(&server, &args);
+                write_line(&reply.to_line(id.as_ref()))?;
+                return Ok(status);
+            }
+            Ok(command) => handle(&server, command).await,
+            Err(e) => {
+                eprintln!("codex-parity-sidecar: bad command: {e}");
+                Reply::Error {
+                    message: e.to_string(),
+                }
+            }
+        };
+        write_line(&reply.to_line(id.as_ref()))?;
+    }
+    eprintln!("codex-parity-sidecar: stdin closed, shutting down");
+    Ok(finish(&server, &args).1)
+}
+
+async fn start(args: &Args) -> anyhow::Result<(Server, Vec<Scripted>)> {
+    let script = match &args.config {
+        Some(path) => load_config(path)?,
+        None => Vec::new(),
+    };
+    let server = Server::start(&args.host, args.port).await?;
+    Ok((server, script))
+}
+
+async fn handle(server: &Server, command: Command) -> Reply {
+    match command {
+        Command::Requests {
+            min,
+            timeout_ms,
+            since,
+            all,
+        } => {
+            let filter = RequestFilter { since, all };
+            let min = usize::try_from(min).unwrap_or(usize::MAX);
+            let requests = server
+                .wait_for_requests(filter, min, Duration::from_millis(timeout_ms))
+                .await;
+            Reply::Requests { requests }
+        }
+        Command::Enqueue { responses } => match server.enqueue(&responses) {
+            Ok(pending) => Reply::Enqueued { pending },
+            Err(e) => Reply::Error {
+                message: format!("enqueue: {e}"),
+            },
+        },
+        Command::Models { body } => {
+            server.set_models(&body);
+            Reply::Ok
+        }
+        Command::Status => {
+            let s = server.status();
+            Reply::Status {
+                pending: s.pending,
+                served: s.served,
+                unscripted: s.unscripted,
+                captured: s.captured,
+            }
+        }
+        Command::Reset => {
+            server.reset();
+            Reply::Ok
+        }
+        Command::Shutdown => Reply::Error {
+            message: "shutdown is handled by the command loop".into(),
+        },
+    }
+}
+
+/// The shutdown reply and exit status; names leftovers on stderr.
+fn finish(server: &Server, args: &Args) -> (Reply, i32) {
+    let leftovers = server.leftovers();
+    for line in leftovers.pending.iter() {
+        eprintln!("codex-parity-sidecar: never served: {line}");
+    }
+    for line in leftovers.unscripted.iter() {
+        eprintln!("codex-parity-sidecar: unscripted request: {line}");
+    }
+    let clean = leftovers.pending.is_empty() && leftovers.unscripted.is_empty();
+    let status = if clean || args.lenient {
+        0
+    } else {
+        EXIT_LEFTOVERS
+    };
+    let reply = Reply::Shutdown {
+        pending: leftovers.pending.len(),
+        unscripted: leftovers.unscripted.len() as u64,
+    };
+    (reply, status)
+}
+
+fn write_line(line: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(line.as_bytes())
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+        .context("cannot write to stdout")
+}
+
+/// Reads stdin lines on a plain thread (so no runtime ever waits on a blocking read);
+/// the channel closes at EOF or on a read error.
+fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<String> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new()
+        .name("sidecar-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buffer = Vec::new();
+            loop {
+                buffer.clear();
+                match stdin.read_until(b'\n', &mut buffer) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buffer);
+                        let line = line.trim_end_matches(['\n', '\r']).to_string();
+                        if sender.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("codex-parity-sidecar: cannot read stdin: {e}");
+                        break;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("codex-parity-sidecar: cannot start the stdin reader: {e}");
+    }
+    receiver
+}

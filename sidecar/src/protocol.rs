@@ -1,0 +1,390 @@
+//! The JSONL protocol of `sidecar-protocol.md`: commands read from stdin, replies written to
+//! stdout, one compact JSON object per line, each optionally carrying an `id` echoed back.
+//!
+//! ```
+//! use codex_parity_sidecar::protocol::{parse_command, Command, Reply};
+//! let (id, command) = parse_command(r#"{"op":"status","id":7}"#);
+//! assert_eq!(command.unwrap(), Command::Status);
+//! let line = Reply::Ok.to_line(id.as_ref());
+//! assert_eq!(line, r#"{"type":"ok","id":7}"#);
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::captured::CapturedRequest;
+use crate::script::{self, ScriptError, Scripted, kind_of};
+
+/// The protocol version announced in the ready line.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A command line that cannot be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The line is not JSON.
+    #[error("line is not JSON: {0}")]
+    NotJson(String),
+    /// The line is JSON but not an object.
+    #[error("line is {0}, not a JSON object")]
+    NotObject(&'static str),
+    /// The object has no `op`.
+    #[error("missing \"op\"")]
+    MissingOp,
+    /// `op` names no known command.
+    #[error("unknown op: {0}")]
+    UnknownOp(String),
+    /// A field of a known command has the wrong type.
+    #[error("{op}: {message}")]
+    BadField {
+        /// The command.
+        op: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// `enqueue` carried a bad scripted response.
+    #[error("enqueue: {0}")]
+    BadResponses(ScriptError),
+}
+
+/// A command of the protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Wait for `min` requests or `timeout_ms`, then list captured requests.
+    Requests {
+        /// How many requests to wait for.
+        min: u64,
+        /// How long to wait at most.
+        timeout_ms: u64,
+        /// Only requests with `index >= since`.
+        since: u64,
+        /// Every request, not only model requests.
+        all: bool,
+    },
+    /// Reply, then exit.
+    Shutdown,
+    /// Queue scripted responses.
+    Enqueue {
+        /// The responses, in order.
+        responses: Vec<Scripted>,
+    },
+    /// Set the body that `GET …/models` answers.
+    Models {
+        /// The body.
+        body: Value,
+    },
+    /// Report counters.
+    Status,
+    /// Empty the script and the captured requests.
+    Reset,
+}
+
+impl Command {
+    /// `requests` with every option at its default.
+    pub fn requests() -> Self {
+        Command::Requests {
+            min: 0,
+            timeout_ms: 0,
+            since: 0,
+            all: false,
+        }
+    }
+
+    /// The command as a JSON object.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Command::Requests {
+                min,
+                timeout_ms,
+                since,
+                all,
+            } => {
+                json!({"op": "requests", "min": min, "timeout_ms": timeout_ms, "since": since, "all": all})
+            }
+            Command::Shutdown => json!({"op": "shutdown"}),
+            Command::Enqueue { responses } => {
+                let list: Vec<Value> = responses.iter().map(Scripted::to_json).collect();
+                json!({"op": "enqueue", "responses": list})
+            }
+            Command::Models { body } => json!({"op": "models", "body": body}),
+            Command::Status => json!({"op": "status"}),
+            Command::Reset => json!({"op": "reset"}),
+        }
+    }
+
+    /// The command as one protocol line (without the newline), carrying `id` if given.
+    pub fn to_line(&self, id: Option<&Value>) -> String {
+        with_id(self.to_json(), id)
+    }
+}
+
+/// Parses one command line; also returns its `id` (when the line is an object that has one)
+/// so that even an error reply can echo it.
+pub fn parse_command(line: &str) -> (Option<Value>, Result<Command, ProtocolError>) {
+    let value: Value = match serde_json::from_str(line) {
+        Ok(value) => value,
+        Err(e) => return (None, Err(ProtocolError::NotJson(e.to_string()))),
+    };
+    let Value::Object(object) = value else {
+        return (None, Err(ProtocolError::NotObject(kind_of(&value))));
+    };
+    let id = object.get("id").cloned();
+    (id, command_of(&object))
+}
+
+fn command_of(object: &Map<String, Value>) -> Result<Command, ProtocolError> {
+    let op = match object.get("op") {
+        None => return Err(ProtocolError::MissingOp),
+        Some(Value::String(op)) => op.as_str(),
+        Some(other) => return Err(ProtocolError::UnknownOp(other.to_string())),
+    };
+    match op {
+        "requests" => Ok(Command::Requests {
+            min: count(object, "requests", "min")?,
+            timeout_ms: count(object, "requests", "timeout_ms")?,
+            since: count(object, "requests", "since")?,
+            all: match object.get("all") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(bad("requests", "\"all\" must be a boolean")),
+            },
+        }),
+        "shutdown" => Ok(Command::Shutdown),
+        "enqueue" => {
+            let list = object
+                .get("responses")
+                .ok_or_else(|| bad("enqueue", "missing \"responses\""))?;
+            let responses = script::parse_list(list).map_err(ProtocolError::BadResponses)?;
+            Ok(Command::Enqueue { responses })
+        }
+        "models" => {
+            let body = object
+                .get("body")
+                .cloned()
+                .ok_or_else(|| bad("models", "missing \"body\""))?;
+            Ok(Command::Models { body })
+        }
+        "status" => Ok(Command::Status),
+        "reset" => Ok(Command::Reset),
+        other => Err(ProtocolError::UnknownOp(other.to_string())),
+    }
+}
+
+fn bad(op: &'static str, message: impl Into<String>) -> ProtocolError {
+    ProtocolError::BadField {
+        op,
+        message: message.into(),
+    }
+}
+
+fn count(object: &Map<String, Value>, op: &'static str, field: &str) -> Result<u64, ProtocolError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(0),
+        Some(value) => value
+            .as_u64()
+            .or_else(|| {
+                value
+                    .as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                    .map(|f| f as u64)
+            })
+            .ok_or_else(|| {
+                bad(
+                    op,
+                    format!("\"{field}\" must be a non-negative integer, not {value}"),
+                )
+            }),
+    }
+}
+
+/// A reply line of the protocol (its `type` is the variant name in snake case).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// The first line: the server listens.
+    Ready {
+        /// `http://HOST:PORT`.
+        server_url: String,
+        /// `http://HOST:PORT/v1`.
+        base_url: String,
+        /// The protocol version, [`PROTOCOL_VERSION`].
+        #[serde(default)]
+        protocol: u32,
+        /// The sidecar's process id.
+        #[serde(default)]
+        pid: u32,
+    },
+    /// Captured requests.
+    Requests {
+        /// The requests, in arrival order.
+        requests: Vec<CapturedRequest>,
+    },
+    /// The sidecar is exiting.
+    Shutdown {
+        /// Scripted responses never served.
+        #[serde(default)]
+        pending: usize,
+        /// Requests that got no scripted response.
+        #[serde(default)]
+        unscripted: u64,
+    },
+    /// Responses were queued.
+    Enqueued {
+        /// How many wait now.
+        pending: usize,
+    },
+    /// Done.
+    Ok,
+    /// Counters.
+    Status {
+        /// Scripted responses still queued.
+        pending: usize,
+        /// Scripted responses served.
+        served: u64,
+        /// Requests that got no scripted response.
+        unscripted: u64,
+        /// Requests captured.
+        captured: usize,
+    },
+    /// The command failed; the sidecar keeps serving.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Reply {
+    /// The reply as one protocol line (without the newline), carrying `id` if given.
+    pub fn to_line(&self, id: Option<&Value>) -> String {
+        match serde_json::to_value(self) {
+            Ok(value) => with_id(value, id),
+            // Serializing these plain types cannot fail; answer with an error line anyway.
+            Err(e) => with_id(json!({"type": "error", "message": e.to_string()}), id),
+        }
+    }
+
+    /// Parses a reply line, splitting off its `id`.
+    pub fn parse_line(line: &str) -> Result<(Option<Value>, Reply), serde_json::Error> {
+        let mut value: Value = serde_json::from_str(line)?;
+        let id = value.as_object_mut().and_then(|o| o.remove("id"));
+        Ok((id, serde_json::from_value(value)?))
+    }
+}
+
+fn with_id(mut value: Value, id: Option<&Value>) -> String {
+    if let (Some(id), Some(object)) = (id, value.as_object_mut()) {
+        object.insert("id".into(), id.clone());
+    }
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bodies;
+
+    fn error_of(line: &str) -> String {
+        parse_command(line).1.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn commands_parse_with_defaults_and_ids() {
+        assert_eq!(
+            parse_command(r#"{"op":"requests"}"#).1.unwrap(),
+            Command::requests()
+        );
+        let (id, command) = parse_command(
+            r#"{"op":"requests","min":2,"timeout_ms":500,"since":1,"all":true,"id":"a"}"#,
+        );
+        assert_eq!(id, Some(json!("a")));
+        assert_eq!(
+            command.unwrap(),
+            Command::Requests {
+                min: 2,
+                timeout_ms: 500,
+                since: 1,
+                all: true
+            }
+        );
+        assert_eq!(
+            parse_command(r#"{"op":"shutdown","id":null}"#).0,
+            Some(Value::Null)
+        );
+        assert_eq!(
+            parse_command(r#"{"op":"reset"}"#).1.unwrap(),
+            Command::Reset
+        );
+        assert_eq!(
+            parse_command(r#"{"op":"models","body":{"models":[1]}}"#)
+                .1
+                .unwrap(),
+            Command::Models {
+                body: json!({"models": [1]})
+            }
+        );
+    }
+
+    #[test]
+    fn commands_round_trip_through_lines() {
+        let commands = [
+            Command::requests(),
+            Command::Shutdown,
+            Command::Status,
+            Command::Reset,
+            Command::Models { body: json!({}) },
+            Command::Enqueue {
+                responses: vec![Scripted::sse(bodies::empty_response("r")).delay_ms(3)],
+            },
+        ];
+        for command in commands {
+            let line = command.to_line(Some(&json!(5)));
+            let (id, parsed) = parse_command(&line);
+            assert_eq!(id, Some(json!(5)));
+            assert_eq!(parsed.unwrap(), command);
+        }
+    }
+
+    #[test]
+    fn bad_lines_get_messages_that_name_the_problem() {
+        assert!(error_of("nope").starts_with("line is not JSON"));
+        assert_eq!(error_of("[1]"), "line is an array, not a JSON object");
+        assert_eq!(error_of(r#"{"id":1}"#), "missing \"op\"");
+        assert_eq!(error_of(r#"{"op":"frobnicate"}"#), "unknown op: frobnicate");
+        assert!(error_of(r#"{"op":"requests","min":-1}"#).contains("\"min\""));
+        assert!(error_of(r#"{"op":"requests","all":"yes"}"#).contains("\"all\""));
+        assert!(error_of(r#"{"op":"enqueue"}"#).contains("missing \"responses\""));
+        assert!(
+            error_of(r#"{"op":"enqueue","responses":[[],{"status":0}]}"#)
+                .starts_with("enqueue: response 1: ")
+        );
+        assert!(error_of(r#"{"op":"models"}"#).contains("missing \"body\""));
+    }
+
+    #[test]
+    fn replies_serialize_as_the_protocol_says() {
+        assert_eq!(Reply::Ok.to_line(None), r#"{"type":"ok"}"#);
+        assert_eq!(
+            Reply::Shutdown {
+                pending: 1,
+                unscripted: 2
+            }
+            .to_line(None),
+            r#"{"type":"shutdown","pending":1,"unscripted":2}"#
+        );
+        assert_eq!(
+            Reply::Error {
+                message: "unknown op: x".into()
+            }
+            .to_line(Some(&json!({"k": 1}))),
+            r#"{"type":"error","message":"unknown op: x","id":{"k":1}}"#
+        );
+        let line = r#"{"type":"ready","server_url":"http://127.0.0.1:1","base_url":"http://127.0.0.1:1/v1"}"#;
+        let (id, reply) = Reply::parse_line(line).unwrap();
+        assert_eq!(id, None);
+        assert!(matches!(reply, Reply::Ready { protocol: 0, .. }));
+        let (id, reply) = Reply::parse_line(r#"{"type":"enqueued","pending":3,"id":9}"#).unwrap();
+        assert_eq!(
+            (id, reply),
+            (Some(json!(9)), Reply::Enqueued { pending: 3 })
+        );
+    }
+}

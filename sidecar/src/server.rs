@@ -1,0 +1,309 @@
+//! The mock Responses server: wiremock on a loopback port with one catch-all responder that
+//! captures every request and answers it from the script queue, the models body, or with the
+//! "no scripted response was left" 500.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use codex_parity_sidecar::{bodies, server::Server, Scripted};
+//! let server = Server::start("127.0.0.1", 0).await?;
+//! server.enqueue(&[Scripted::sse(bodies::assistant_reply("resp-1", "hi"))])?;
+//! println!("point codex at {}", server.base_url());
+//! # Ok(()) }
+//! ```
+
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::capture::{Capture, decoded_body, is_model_request, merge_headers};
+use crate::captured::{CapturedRequest, Outcome};
+use crate::queue::Queue;
+use crate::script::{ScriptError, Scripted};
+
+/// Counters of the `status` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// Scripted responses still queued.
+    pub pending: usize,
+    /// Scripted responses served.
+    pub served: u64,
+    /// Requests answered with the "no scripted response was left" 500.
+    pub unscripted: u64,
+    /// Requests captured (any method and path).
+    pub captured: usize,
+}
+
+/// Which captured requests a query wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestFilter {
+    /// Only requests with `index >= since`.
+    pub since: u64,
+    /// Every request, not only model requests.
+    pub all: bool,
+}
+
+impl RequestFilter {
+    fn wants(&self, capture: &Capture) -> bool {
+        capture.index >= self.since && (self.all || capture.is_model_request())
+    }
+}
+
+/// What was left over at the end: queued responses never served and unscripted requests.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Leftovers {
+    /// One line per scripted response still queued.
+    pub pending: Vec<String>,
+    /// One line per request that got no scripted response.
+    pub unscripted: Vec<String>,
+}
+
+struct State {
+    queue: Queue,
+    captured: Vec<Capture>,
+    served: u64,
+    unscripted: u64,
+    models: ResponseTemplate,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    arrived: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent data behind; keep serving.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn models_template(body: &Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body.to_string(), "application/json")
+}
+
+/// A running mock; dropping it stops the server.
+pub struct Server {
+    shared: Arc<Shared>,
+    mock: MockServer,
+}
+
+impl Server {
+    /// Binds `host:port` (port 0 picks a free one) and starts serving.
+    pub async fn start(host: &str, port: u16) -> anyhow::Result<Server> {
+        let listener = TcpListener::bind((host, port))
+            .with_context(|| format!("cannot listen on {host}:{port}"))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: Queue::default(),
+                captured: Vec::new(),
+                served: 0,
+                unscripted: 0,
+                models: models_template(&json!({"models": []})),
+            }),
+            arrived: Notify::new(),
+        });
+        let mock = MockServer::builder()
+            .listener(listener)
+            .disable_request_recording()
+            .start()
+            .await;
+        Mock::given(any())
+            .respond_with(Responder {
+                shared: Arc::clone(&shared),
+            })
+            .mount(&mock)
+            .await;
+        Ok(Server { shared, mock })
+    }
+
+    /// `http://HOST:PORT`.
+    pub fn server_url(&self) -> String {
+        self.mock.uri()
+    }
+
+    /// `http://HOST:PORT/v1`, the provider base URL for codex.
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.mock.uri())
+    }
+
+    /// Queues responses after those already waiting; all or none (an error names the index).
+    pub fn enqueue(&self, responses: &[Scripted]) -> Result<usize, ScriptError> {
+        let mut state = self.shared.lock();
+        state.queue.push_all(responses)?;
+        Ok(state.queue.len())
+    }
+
+    /// Sets the body that `GET …/models` answers.
+    pub fn set_models(&self, body: &Value) {
+        self.shared.lock().models = models_template(body);
+    }
+
+    /// The counters of the `status` reply.
+    pub fn status(&self) -> Status {
+        let state = self.shared.lock();
+        Status {
+            pending: state.queue.len(),
+            served: state.served,
+            unscripted: state.unscripted,
+            captured: state.captured.len(),
+        }
+    }
+
+    /// Empties the script and the captured requests and zeroes the counters.
+    pub fn reset(&self) {
+        let mut state = self.shared.lock();
+        state.queue.clear();
+        state.captured.clear();
+        state.served = 0;
+        state.unscripted = 0;
+    }
+
+    /// Captured requests matching `filter`, in arrival order.
+    pub fn requests(&self, filter: RequestFilter) -> Vec<CapturedRequest> {
+        let wanted: Vec<Capture> = {
+            let state = self.shared.lock();
+            state
+                .captured
+                .iter()
+                .filter(|c| filter.wants(c))
+                .cloned()
+                .collect()
+        };
+        wanted.iter().map(Capture::to_captured_request).collect()
+    }
+
+    /// Waits until at least `min` requests match `filter` or `timeout` passes, then returns
+    /// those that do (a short list on timeout).
+    pub async fn wait_for_requests(
+        &self,
+        filter: RequestFilter,
+        min: usize,
+        timeout: Duration,
+    ) -> Vec<CapturedRequest> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.shared.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            let count = {
+                let state = self.shared.lock();
+                state.captured.iter().filter(|c| filter.wants(c)).count()
+            };
+            if count >= min || tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                break;
+            }
+        }
+        self.requests(filter)
+    }
+
+    /// Queued responses never served and requests that got no scripted response.
+    pub fn leftovers(&self) -> Leftovers {
+        let state = self.shared.lock();
+        Leftovers {
+            pending: state.queue.describe_pending(),
+            unscripted: state
+                .captured
+                .iter()
+                .filter(|c| c.outcome == Outcome::Unscripted)
+                .map(Capture::describe)
+                .collect(),
+        }
+    }
+}
+
+struct Responder {
+    shared: Arc<Shared>,
+}
+
+impl Respond for Responder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let method = request.method.as_str().to_string();
+        let path = request.url.path().to_string();
+        let headers = merge_headers(
+            request
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_bytes())),
+        );
+        let (body, decode_error) = decoded_body(&headers, request.body.clone());
+        let mut capture = Capture {
+            index: 0,
+            method,
+            path,
+            query: request.url.query().map(str::to_string),
+            headers,
+            body,
+            decode_error,
+            received_at_ms: now_ms(),
+            outcome: Outcome::Scripted,
+        };
+        let mut state = self.shared.lock();
+        capture.index = state.captured.len() as u64;
+        let answer = if capture.is_model_request() {
+            state
+                .queue
+                .take(&capture.body, &capture.headers)
+                .map(|(_, t)| t)
+        } else if capture.method == "GET" && capture.path.ends_with("/models") {
+            Some(state.models.clone())
+        } else {
+            None
+        };
+        let template = match answer {
+            Some(template) => {
+                state.served += u64::from(capture.is_model_request());
+                template
+            }
+            None => {
+                state.unscripted += 1;
+                capture.outcome = Outcome::Unscripted;
+                let message = unscripted_message(&capture, state.queue.len());
+                eprintln!("{message}");
+                ResponseTemplate::new(500).set_body_raw(
+                    json!({"error": {
+                        "message": message,
+                        "type": "unscripted_request",
+                        "param": null,
+                        "code": "unscripted_request"
+                    }})
+                    .to_string(),
+                    "application/json",
+                )
+            }
+        };
+        state.captured.push(capture);
+        drop(state);
+        self.shared.arrived.notify_waiters();
+        template
+    }
+}
+
+fn unscripted_message(capture: &Capture, pending: usize) -> String {
+    let head = format!(
+        "codex-parity-sidecar: no scripted response was left for {}",
+        capture.describe()
+    );
+    if !is_model_request(&capture.method, &capture.path) {
+        format!("{head}; only POST …/responses and GET …/models are answered")
+    } else if pending > 0 {
+        format!("{head}; {pending} queued response(s) wait for requests meeting their \"when\"")
+    } else {
+        head
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
