@@ -1,0 +1,1242 @@
+//! Installing Codex CLI releases from npm into a per-user cache.
+//!
+//! `install(cache, "0.171.0", progress)` runs `npm pack @openai/codex@0.171.0-linux-x64` into a temporary directory
+//! inside the cache, unpacks only the native binary from the tarball (the regular file named `codex` larger than
+//! 10 MB: its place inside the package moved between releases), checks `codex --version`, and moves it atomically to
+//! `<cache>/<VERSION>/codex` next to a small `install.json`. A version is fetched once; later calls only re-run
+//! `--version` on the cached binary.
+//!
+//! Concurrent installs of the same version (threads or processes) are serialised by a lock file
+//! (`<cache>/.locks/<VERSION>.lock`, `flock`, released automatically if a process dies); every install works in its own
+//! temporary directory and publishes the binary with a `rename`, so a reader never sees a half-written `codex`.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt;
+
+use crate::binaries::{self, CodexBinary};
+use crate::versions;
+
+/// The npm package that carries the Codex CLI.
+pub const NPM_PACKAGE: &str = "@openai/codex";
+
+/// The native binary is the regular file named `codex` strictly larger than this many bytes.
+pub const MIN_BINARY_SIZE: u64 = 10 * 1024 * 1024;
+
+/// Environment variable that overrides the cache root.
+pub const CACHE_ENV: &str = "CODEX_PARITY_CACHE";
+
+/// How long `npm pack` may run before it is considered stuck.
+const NPM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How long to wait for another process that installs the same version.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How often progress is refreshed while downloading or unpacking.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Receives human-readable progress messages.
+pub trait Progress: Send + Sync {
+    /// A message that should stay visible (one line).
+    fn message(&self, msg: &str);
+
+    /// A transient status that replaces the previous one (download or unpack progress). Called several times a
+    /// second; implementations decide how often to show it. The default shows every update as a message.
+    fn update(&self, msg: &str) {
+        self.message(msg);
+    }
+}
+
+/// Writes progress to stderr: `\r`-updated status line on a terminal, otherwise one line every few seconds.
+#[derive(Debug)]
+pub struct StderrProgress {
+    /// Whether stderr is a terminal.
+    tty: bool,
+    /// Interval between status lines when stderr is not a terminal.
+    line_interval: Duration,
+    /// Mutable display state.
+    state: Mutex<StderrState>,
+}
+
+/// What [`StderrProgress`] has shown so far.
+#[derive(Debug, Default)]
+struct StderrState {
+    /// A `\r` status line is on screen and needs clearing before the next message.
+    status_shown: bool,
+    /// When the last non-terminal status line was printed.
+    last_line: Option<Instant>,
+}
+
+impl StderrProgress {
+    /// A reporter that detects whether stderr is a terminal.
+    pub fn new() -> Self {
+        Self {
+            tty: std::io::stderr().is_terminal(),
+            line_interval: Duration::from_secs(5),
+            state: Mutex::new(StderrState::default()),
+        }
+    }
+}
+
+impl Default for StderrProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Progress for StderrProgress {
+    fn message(&self, msg: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut err = std::io::stderr().lock();
+        if state.status_shown {
+            let _ = write!(err, "\r\x1b[K");
+            state.status_shown = false;
+        }
+        let _ = writeln!(err, "{msg}");
+        state.last_line = None;
+    }
+
+    fn update(&self, msg: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K{msg}");
+            let _ = err.flush();
+            state.status_shown = true;
+        } else if state
+            .last_line
+            .is_none_or(|t| t.elapsed() >= self.line_interval)
+        {
+            let _ = writeln!(err, "{msg}");
+            state.last_line = Some(Instant::now());
+        }
+    }
+}
+
+/// Discards all progress.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn message(&self, _msg: &str) {}
+}
+
+/// The per-user cache of installed Codex binaries: `<root>/<VERSION>/codex` and `<root>/<VERSION>/install.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    /// The directory holding one subdirectory per version.
+    root: PathBuf,
+}
+
+impl Cache {
+    /// A cache rooted at `root` (created when first needed).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The default cache: `$CODEX_PARITY_CACHE` if set, else `$XDG_CACHE_HOME/codex-parity/codex`, else
+    /// `$HOME/.cache/codex-parity/codex`.
+    pub fn from_env() -> Result<Self> {
+        let var = |name: &str| std::env::var_os(name);
+        cache_root_from(var(CACHE_ENV), var("XDG_CACHE_HOME"), var("HOME")).map(Self::new).ok_or_else(|| {
+            anyhow!("cannot choose a cache directory for Codex binaries: HOME is not set; set {CACHE_ENV}=DIR")
+        })
+    }
+
+    /// The cache root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/<version>`.
+    pub fn version_dir(&self, version: &str) -> PathBuf {
+        self.root.join(version)
+    }
+
+    /// `<root>/<version>/codex`, where the binary of `version` is kept.
+    pub fn binary_path(&self, version: &str) -> PathBuf {
+        self.version_dir(version).join("codex")
+    }
+
+    /// `<root>/<version>/install.json`, describing where the binary came from.
+    pub fn manifest_path(&self, version: &str) -> PathBuf {
+        self.version_dir(version).join("install.json")
+    }
+
+    /// The lock file serialising installs of `version`.
+    fn lock_path(&self, version: &str) -> PathBuf {
+        self.root.join(".locks").join(format!("{version}.lock"))
+    }
+
+    /// The directory holding temporary install directories of `version`.
+    fn tmp_dir(&self, version: &str) -> PathBuf {
+        self.root.join(".tmp").join(version)
+    }
+
+    /// The cached binary of `version`, if present and `--version` reports `version`.
+    pub async fn cached(&self, version: &str) -> Option<CodexBinary> {
+        let path = self.binary_path(version);
+        if !path.is_file() {
+            return None;
+        }
+        binaries::probe(&path)
+            .await
+            .ok()
+            .filter(|b| b.version == version)
+    }
+}
+
+/// Chooses the cache root from the values of `CODEX_PARITY_CACHE`, `XDG_CACHE_HOME` and `HOME`. Empty values count as
+/// unset; a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
+pub fn cache_root_from(
+    override_dir: Option<OsString>,
+    xdg_cache_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    let non_empty = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = non_empty(override_dir) {
+        return Some(dir);
+    }
+    if let Some(xdg) = non_empty(xdg_cache_home).filter(|p| p.is_absolute()) {
+        return Some(xdg.join("codex-parity").join("codex"));
+    }
+    non_empty(home).map(|h| h.join(".cache").join("codex-parity").join("codex"))
+}
+
+/// The npm platform build matching an OS and CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Platform {
+    /// Suffix of the npm version, e.g. `linux-x64`.
+    pub npm_suffix: &'static str,
+    /// Rust target triple of the vendored binary, e.g. `x86_64-unknown-linux-musl`.
+    pub triple: &'static str,
+}
+
+/// The linux-x64 build.
+pub const LINUX_X64: Platform = Platform {
+    npm_suffix: "linux-x64",
+    triple: "x86_64-unknown-linux-musl",
+};
+
+/// The platform build for `os`/`arch` (values of `std::env::consts::{OS, ARCH}`), or an error naming what is missing.
+pub fn platform_for(os: &str, arch: &str) -> Result<Platform> {
+    match (os, arch) {
+        ("linux", "x86_64") => Ok(LINUX_X64),
+        ("linux", "aarch64") => Ok(Platform {
+            npm_suffix: "linux-arm64",
+            triple: "aarch64-unknown-linux-musl",
+        }),
+        _ => bail!(
+            "downloading Codex is only supported on Linux (x86_64, aarch64), not {os}/{arch}; install the Codex CLI \
+             yourself and pass it with --codex-bin PATH or CODEX_TEST_BINS"
+        ),
+    }
+}
+
+/// The platform build for this machine.
+pub fn current_platform() -> Result<Platform> {
+    platform_for(std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// The npm spec of a version's build for `platform`: `@openai/codex@0.171.0-linux-x64`.
+pub fn npm_package_spec_for(version: &str, platform: Platform) -> String {
+    format!("{NPM_PACKAGE}@{version}-{}", platform.npm_suffix)
+}
+
+/// The npm spec of a version's linux-x64 build, the one this project tests: `@openai/codex@0.171.0-linux-x64`.
+pub fn npm_package_spec(version: &str) -> String {
+    npm_package_spec_for(version, LINUX_X64)
+}
+
+/// What `install.json` records next to a cached binary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallRecord {
+    /// The version `--version` reported (equal to the requested one).
+    pub version: String,
+    /// The npm spec that was fetched.
+    pub npm_spec: String,
+    /// Path of the binary inside the package (e.g. `package/vendor/x86_64-unknown-linux-musl/bin/codex`).
+    pub path_in_package: String,
+    /// Size of the binary in bytes.
+    pub binary_size: u64,
+    /// Size of the downloaded tarball in bytes.
+    pub tarball_size: u64,
+    /// The tarball's SHA-1 as reported by npm, if it reported one.
+    pub tarball_shasum: Option<String>,
+    /// The tarball's subresource-integrity string as reported by npm, if it reported one.
+    pub tarball_integrity: Option<String>,
+    /// Install time, seconds since the Unix epoch.
+    pub installed_at: u64,
+}
+
+/// How to run the installer; the defaults fetch from npm on this machine.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// The `npm` executable (default: `npm` found on `PATH`).
+    pub npm: Option<PathBuf>,
+    /// The platform build to fetch (default: this machine's).
+    pub platform: Option<Platform>,
+}
+
+/// Returns the cached binary of `version`, installing it from npm first if needed.
+pub async fn install(cache: &Cache, version: &str, progress: &dyn Progress) -> Result<CodexBinary> {
+    install_with(
+        cache,
+        version,
+        progress,
+        &InstallOptions {
+            npm: None,
+            platform: None,
+        },
+    )
+    .await
+}
+
+/// [`install`] with explicit options (another `npm`, another platform build).
+pub async fn install_with(
+    cache: &Cache,
+    version: &str,
+    progress: &dyn Progress,
+    options: &InstallOptions,
+) -> Result<CodexBinary> {
+    versions::check_version(version)?;
+    let platform = match options.platform {
+        Some(p) => p,
+        None => current_platform()?,
+    };
+    let spec = npm_package_spec_for(version, platform);
+    if let Some(binary) = cache.cached(version).await {
+        return Ok(binary);
+    }
+    let npm = match &options.npm {
+        Some(npm) => npm.clone(),
+        None => binaries::find_on_path("npm".as_ref()).ok_or_else(|| {
+            anyhow!(
+                "cannot install Codex {version}: `npm` is not on PATH. Install Node.js and npm \
+                 (https://nodejs.org), or pass an existing Codex binary with --codex-bin PATH (or CODEX_TEST_BINS)"
+            )
+        })?,
+    };
+
+    tokio::fs::create_dir_all(cache.root())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot create the Codex cache directory {}",
+                cache.root().display()
+            )
+        })?;
+    let _lock = lock_version(cache, version, progress).await?;
+    // Another process may have finished the same install while we waited.
+    if let Some(binary) = cache.cached(version).await {
+        return Ok(binary);
+    }
+    if cache.binary_path(version).exists() {
+        progress.message(&format!(
+            "cached Codex {version} at {} is broken; reinstalling",
+            cache.binary_path(version).display()
+        ));
+    }
+
+    // We hold the version lock, so leftovers in this version's temp area belong to killed installs.
+    let tmp_parent = cache.tmp_dir(version);
+    let _ = tokio::fs::remove_dir_all(&tmp_parent).await;
+    let started = Instant::now();
+    let fetched = fetch(cache, version, &spec, &npm, platform, &tmp_parent, progress).await;
+    // The temporary directory inside is gone by now (dropped on success and on error).
+    let _ = std::fs::remove_dir(&tmp_parent);
+    fetched?;
+
+    let target = cache.binary_path(version);
+    let binary = binaries::probe(&target)
+        .await
+        .context("the freshly installed binary does not run")?;
+    progress.message(&format!(
+        "installed Codex {version} to {} in {:.1} s",
+        target.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(binary)
+}
+
+/// Downloads, unpacks, verifies and publishes `version` (the caller holds the version lock). Temporary files live in a
+/// fresh directory under `tmp_parent` and are removed before returning.
+async fn fetch(
+    cache: &Cache,
+    version: &str,
+    spec: &str,
+    npm: &Path,
+    platform: Platform,
+    tmp_parent: &Path,
+    progress: &dyn Progress,
+) -> Result<()> {
+    tokio::fs::create_dir_all(tmp_parent)
+        .await
+        .with_context(|| format!("cannot create {}", tmp_parent.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("install-")
+        .tempdir_in(tmp_parent)
+        .with_context(|| {
+            format!(
+                "cannot create a temporary directory in {}",
+                tmp_parent.display()
+            )
+        })?;
+    let packed = npm_pack(npm, spec, &tmp.path().join("pack"), progress).await?;
+    let unpack_dir = tmp.path().join("unpacked");
+    let unpacked = unpack(&packed.tarball, &unpack_dir, progress).await.with_context(|| {
+        format!(
+            "corrupt package {spec} ({}): run the install again; if it keeps failing, the release is broken: pass \
+             another Codex with --codex-bin PATH",
+            packed.tarball.display()
+        )
+    })?;
+    let found = find_binary(&unpack_dir, Some(platform.triple))
+        .with_context(|| format!("corrupt package {spec}"))?;
+    set_executable(&found)?;
+    let binary = binaries::probe(&found)
+        .await
+        .with_context(|| format!("the codex binary inside {spec} does not run"))?;
+    if binary.version != version {
+        bail!(
+            "version mismatch: installed {spec}, but its binary reports `codex-cli {}`; the package is not the \
+             release it claims to be, so it was not cached. Run `npm view {NPM_PACKAGE} versions` to check the \
+             version, or pass a binary with --codex-bin PATH",
+            binary.version
+        );
+    }
+
+    let record = InstallRecord {
+        version: version.to_owned(),
+        npm_spec: spec.to_owned(),
+        path_in_package: found
+            .strip_prefix(&unpack_dir)
+            .unwrap_or(&found)
+            .display()
+            .to_string(),
+        binary_size: std::fs::metadata(&found).map(|m| m.len()).unwrap_or(0),
+        tarball_size: unpacked.compressed_bytes,
+        tarball_shasum: packed.shasum,
+        tarball_integrity: packed.integrity,
+        installed_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    publish(cache, version, &found, &record, tmp.path())
+}
+
+/// Holds the per-version install lock until dropped.
+#[derive(Debug)]
+struct VersionLock {
+    /// The locked file; closing it releases the lock.
+    _file: File,
+}
+
+/// Takes the install lock of `version`, waiting (with a message) while another install holds it.
+async fn lock_version(
+    cache: &Cache,
+    version: &str,
+    progress: &dyn Progress,
+) -> Result<VersionLock> {
+    let path = cache.lock_path(version);
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(VersionLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
+        if !told {
+            progress.message(&format!(
+                "waiting for another install of Codex {version} (lock {})",
+                path.display()
+            ));
+            told = true;
+        }
+        if started.elapsed() > LOCK_TIMEOUT {
+            bail!(
+                "gave up waiting {} s for another install of Codex {version} (lock {}); if no other codex-parity is \
+                 running, delete that file",
+                LOCK_TIMEOUT.as_secs(),
+                path.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What `npm pack` produced.
+#[derive(Debug)]
+struct Packed {
+    /// The downloaded `.tgz`.
+    tarball: PathBuf,
+    /// SHA-1 reported by `npm pack --json`.
+    shasum: Option<String>,
+    /// Integrity string reported by `npm pack --json`.
+    integrity: Option<String>,
+}
+
+/// One entry of `npm pack --json` output (fields we use).
+#[derive(Debug, Deserialize)]
+struct PackJson {
+    /// Tarball file name inside the pack destination.
+    filename: Option<String>,
+    /// SHA-1 of the tarball.
+    shasum: Option<String>,
+    /// Subresource integrity of the tarball.
+    integrity: Option<String>,
+}
+
+/// Runs `npm pack <spec> --pack-destination <dest>`, showing elapsed time and tarball size while it runs.
+async fn npm_pack(npm: &Path, spec: &str, dest: &Path, progress: &dyn Progress) -> Result<Packed> {
+    tokio::fs::create_dir_all(dest)
+        .await
+        .with_context(|| format!("cannot create {}", dest.display()))?;
+    progress.message(&format!("downloading {spec} with npm pack"));
+    let mut child = tokio::process::Command::new(npm)
+        .arg("pack")
+        .arg(spec)
+        .arg("--pack-destination")
+        .arg(dest)
+        .args(["--json", "--loglevel=warn"])
+        .current_dir(dest)
+        .env("npm_config_update_notifier", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_audit", "false")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| {
+            format!(
+                "cannot run {}: install Node.js and npm (https://nodejs.org), or pass an existing Codex binary with \
+                 --codex-bin PATH",
+                npm.display()
+            )
+        })?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.with_context(|| format!("waiting for npm pack {spec}"))?,
+            () = tokio::time::sleep(TICK) => {
+                let elapsed = started.elapsed();
+                if elapsed > NPM_TIMEOUT {
+                    let _ = child.kill().await;
+                    bail!("npm pack {spec} did not finish within {} min; check the network or npm's proxy settings",
+                        NPM_TIMEOUT.as_secs() / 60);
+                }
+                let written = dir_size(dest);
+                let size = if written > 0 { format!(", {} written", mb(written)) } else { String::new() };
+                progress.update(&format!("downloading {spec} … {} s{size}", elapsed.as_secs()));
+            }
+        }
+    };
+    let stdout = stdout.await.unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.await.unwrap_or_default()).into_owned();
+    if !status.success() {
+        return Err(npm_error(spec, &status.to_string(), &stderr));
+    }
+    let info: Option<PackJson> = serde_json::from_slice::<Vec<PackJson>>(&stdout)
+        .ok()
+        .and_then(|v| v.into_iter().next());
+    let tarball = match info.as_ref().and_then(|i| i.filename.as_deref()) {
+        Some(name) => dest.join(
+            name.trim_start_matches("./")
+                .rsplit('/')
+                .next()
+                .unwrap_or(name),
+        ),
+        None => find_tgz(dest)?,
+    };
+    if !tarball.is_file() {
+        bail!(
+            "npm pack {spec} succeeded but {} is missing{}",
+            tarball.display(),
+            binaries::quote_tail("npm output", &stderr, 10)
+        );
+    }
+    let size = std::fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
+    progress.message(&format!(
+        "downloaded {spec}: {} in {:.1} s",
+        mb(size),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(Packed {
+        tarball,
+        shasum: info.as_ref().and_then(|i| i.shasum.clone()),
+        integrity: info.as_ref().and_then(|i| i.integrity.clone()),
+    })
+}
+
+/// The error for a failed `npm pack`, classified by what npm printed.
+pub fn npm_error(spec: &str, status: &str, stderr: &str) -> anyhow::Error {
+    let tail = binaries::quote_tail("npm stderr", stderr, 8);
+    if ["E404", "ETARGET", "No matching version", "404 Not Found"]
+        .iter()
+        .any(|m| stderr.contains(m))
+    {
+        anyhow!(
+            "no such version: {spec} is not on the npm registry. Run `npm view {NPM_PACKAGE} versions` to list them \
+             (linux builds end in -linux-x64; pass the part before the suffix){tail}"
+        )
+    } else if [
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "ECONNREFUSED",
+        "ECONNRESET",
+        "ETIMEDOUT",
+        "network",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m))
+    {
+        anyhow!(
+            "npm could not reach the registry to fetch {spec}; check the network and npm's proxy/registry settings \
+             (`npm config get registry`), or pass an existing Codex binary with --codex-bin PATH{tail}"
+        )
+    } else {
+        anyhow!("npm pack {spec} failed ({status}){tail}")
+    }
+}
+
+/// Reads a child's pipe to the end in the background.
+fn drain<R>(pipe: Option<R>) -> tokio::task::JoinHandle<Vec<u8>>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut buf).await;
+        }
+        buf
+    })
+}
+
+/// Total size of the regular files directly inside `dir` (the growing tarball).
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The single `.tgz` in `dir`.
+fn find_tgz(dir: &Path) -> Result<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tgz"))
+        .collect();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => bail!("npm pack wrote no .tgz into {}", dir.display()),
+        _ => bail!("npm pack wrote several .tgz files into {}", dir.display()),
+    }
+}
+
+/// `12.3 MB`.
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Sizes seen while unpacking.
+#[derive(Debug, Clone, Copy)]
+pub struct Unpacked {
+    /// Size of the `.tgz`.
+    pub compressed_bytes: u64,
+    /// Bytes of tar stream read (the unpacked package size, roughly).
+    pub unpacked_bytes: u64,
+}
+
+/// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the native binary (regular
+/// files named `codex` larger than [`MIN_BINARY_SIZE`]); the rest of the package is read and skipped. Shows MB
+/// unpacked. Errors mean the tarball is corrupt (bad gzip or tar data, truncation, CRC mismatch).
+pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<Unpacked> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let task = {
+        let (tgz, dest, counter) = (tgz.to_owned(), dest.to_owned(), Arc::clone(&counter));
+        tokio::task::spawn_blocking(move || unpack_blocking(&tgz, &dest, &counter))
+    };
+    let total = gzip_uncompressed_size(tgz);
+    let started = Instant::now();
+    tokio::pin!(task);
+    let result = loop {
+        tokio::select! {
+            joined = &mut task => break joined.context("the unpack task panicked")?,
+            () = tokio::time::sleep(TICK) => {
+                let done = counter.load(Ordering::Relaxed);
+                let of = total.map(|t| format!(" of {}", mb(t))).unwrap_or_default();
+                progress.update(&format!("unpacking … {}{of}, {} s", mb(done), started.elapsed().as_secs()));
+            }
+        }
+    };
+    let unpacked = result?;
+    progress.message(&format!(
+        "unpacked {} in {:.1} s",
+        mb(unpacked.unpacked_bytes),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(unpacked)
+}
+
+/// The uncompressed size recorded in a gzip trailer (modulo 4 GiB), for progress display only.
+fn gzip_uncompressed_size(path: &Path) -> Option<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path).ok()?;
+    file.seek(SeekFrom::End(-4)).ok()?;
+    let mut buf = [0u8; 4];
+    file.read_exact(&mut buf).ok()?;
+    Some(u64::from(u32::from_le_bytes(buf)))
+}
+
+/// Counts bytes read through it.
+struct CountingReader<R> {
+    /// The wrapped reader.
+    inner: R,
+    /// Running total, shared with the progress display.
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Synchronous body of [`unpack`].
+fn unpack_blocking(tgz: &Path, dest: &Path, counter: &Arc<AtomicU64>) -> Result<Unpacked> {
+    let file = File::open(tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
+    let compressed_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let gz = flate2::read::GzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file));
+    let mut reader = CountingReader {
+        inner: gz,
+        count: Arc::clone(counter),
+    };
+    {
+        let mut archive = tar::Archive::new(&mut reader);
+        let entries = archive
+            .entries()
+            .context("not a gzip-compressed tar archive")?;
+        for entry in entries {
+            let mut entry = entry.context("bad tar entry (truncated or not a tar archive)")?;
+            let header = entry.header();
+            let is_candidate = header.entry_type().is_file()
+                && header.size().is_ok_and(|s| s > MIN_BINARY_SIZE)
+                && entry
+                    .path()
+                    .is_ok_and(|p| p.file_name().is_some_and(|n| n == "codex"));
+            if is_candidate {
+                let name = entry
+                    .path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                let unpacked = entry
+                    .unpack_in(dest)
+                    .with_context(|| format!("cannot unpack {name}"))?;
+                if !unpacked {
+                    bail!("refusing to unpack {name}: the path leaves the package directory");
+                }
+            }
+        }
+    }
+    // Read to the end so that gzip verifies its CRC and length trailer (tar stops at its end-of-archive marker).
+    std::io::copy(&mut reader, &mut std::io::sink())
+        .context("bad gzip data after the tar archive")?;
+    Ok(Unpacked {
+        compressed_bytes,
+        unpacked_bytes: counter.load(Ordering::Relaxed),
+    })
+}
+
+/// Finds the native Codex binary under `root`: the regular file (not a symlink) named `codex` larger than
+/// [`MIN_BINARY_SIZE`]. If there are several, the one under `vendor/<triple>/` wins when `triple` picks exactly one.
+pub fn find_binary(root: &Path, triple: Option<&str>) -> Result<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))?
+        {
+            let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+            let meta = entry
+                .metadata()
+                .with_context(|| format!("cannot stat {}", entry.path().display()))?;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() && entry.file_name() == "codex" && meta.len() > MIN_BINARY_SIZE
+            {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    if found.len() > 1
+        && let Some(triple) = triple
+    {
+        let marker = Path::new("vendor").join(triple);
+        let preferred: Vec<&PathBuf> = found
+            .iter()
+            .filter(|p| {
+                p.strip_prefix(root)
+                    .is_ok_and(|rel| rel.ancestors().any(|a| a.ends_with(&marker)))
+            })
+            .collect();
+        if let [only] = preferred.as_slice() {
+            return Ok((*only).clone());
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => bail!(
+            "no codex binary inside the package (no regular file named `codex` larger than {} MB)",
+            MIN_BINARY_SIZE / (1024 * 1024)
+        ),
+        _ => {
+            let list: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+            bail!(
+                "several candidate codex binaries inside the package: {}",
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// Makes `path` executable (`0o755`).
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// Moves the verified binary and its record into `<root>/<version>/`, each with an atomic rename. The binary goes last:
+/// its presence marks a complete install.
+fn publish(
+    cache: &Cache,
+    version: &str,
+    binary: &Path,
+    record: &InstallRecord,
+    tmp: &Path,
+) -> Result<()> {
+    let dir = cache.version_dir(version);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let manifest_tmp = tmp.join("install.json");
+    let json = serde_json::to_vec_pretty(record).context("cannot encode install.json")?;
+    std::fs::write(&manifest_tmp, json)
+        .with_context(|| format!("cannot write {}", manifest_tmp.display()))?;
+    let manifest = cache.manifest_path(version);
+    std::fs::rename(&manifest_tmp, &manifest)
+        .with_context(|| format!("cannot move install.json to {}", manifest.display()))?;
+    let target = cache.binary_path(version);
+    std::fs::rename(binary, &target)
+        .with_context(|| format!("cannot move {} to {}", binary.display(), target.display()))?;
+    Ok(())
+}
+
+/// Reads `<root>/<version>/install.json`.
+pub fn read_record(cache: &Cache, version: &str) -> Result<InstallRecord> {
+    let path = cache.manifest_path(version);
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("invalid {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Collects messages for assertions.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Progress for Recorder {
+        fn message(&self, msg: &str) {
+            self.0.lock().unwrap().push(msg.to_owned());
+        }
+        fn update(&self, _msg: &str) {}
+    }
+
+    const X64: Platform = LINUX_X64;
+
+    #[test]
+    fn platform_suffix() {
+        assert_eq!(platform_for("linux", "x86_64").unwrap(), X64);
+        let arm = platform_for("linux", "aarch64").unwrap();
+        assert_eq!(
+            (arm.npm_suffix, arm.triple),
+            ("linux-arm64", "aarch64-unknown-linux-musl")
+        );
+        let err = platform_for("macos", "aarch64").unwrap_err().to_string();
+        assert!(
+            err.contains("macos/aarch64") && err.contains("--codex-bin"),
+            "{err}"
+        );
+        assert!(platform_for("windows", "x86_64").is_err());
+        assert_eq!(
+            npm_package_spec_for("0.171.0", X64),
+            "@openai/codex@0.171.0-linux-x64"
+        );
+        assert_eq!(
+            npm_package_spec("0.171.0"),
+            "@openai/codex@0.171.0-linux-x64"
+        );
+    }
+
+    #[test]
+    fn cache_dir_selection() {
+        let s = |v: &str| Some(OsString::from(v));
+        assert_eq!(
+            cache_root_from(s("/c"), s("/x"), s("/h")),
+            Some("/c".into())
+        );
+        assert_eq!(
+            cache_root_from(None, s("/x"), s("/h")),
+            Some("/x/codex-parity/codex".into())
+        );
+        assert_eq!(
+            cache_root_from(s(""), s("/x"), s("/h")),
+            Some("/x/codex-parity/codex".into())
+        );
+        assert_eq!(
+            cache_root_from(None, None, s("/h")),
+            Some("/h/.cache/codex-parity/codex".into())
+        );
+        assert_eq!(
+            cache_root_from(None, s(""), s("/h")),
+            Some("/h/.cache/codex-parity/codex".into())
+        );
+        assert_eq!(
+            cache_root_from(None, s("rel"), s("/h")),
+            Some("/h/.cache/codex-parity/codex".into())
+        );
+        assert_eq!(cache_root_from(None, None, None), None);
+        let c = Cache::new("/r");
+        assert_eq!(c.binary_path("0.1.0"), PathBuf::from("/r/0.1.0/codex"));
+        assert_eq!(
+            c.manifest_path("0.1.0"),
+            PathBuf::from("/r/0.1.0/install.json")
+        );
+    }
+
+    /// Creates a sparse file of `len` bytes.
+    fn sparse(path: &Path, len: u64) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        File::create(path).unwrap().set_len(len).unwrap();
+    }
+
+    #[test]
+    fn find_binary_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        sparse(&root.join("package/bin/codex"), 1000); // the small JS launcher-like file
+        sparse(&root.join("package/vendor/t/codex-path/rg"), 20 << 20);
+        sparse(
+            &root.join("package/vendor/t/bin/codex-code-mode-host"),
+            20 << 20,
+        );
+        let err = find_binary(root, None).unwrap_err().to_string();
+        assert!(err.contains("no codex binary"), "{err}");
+
+        let big = root.join("package/vendor/x86_64-unknown-linux-musl/bin/codex");
+        sparse(&big, 11 << 20);
+        std::os::unix::fs::symlink(&big, root.join("package/vendor/t/codex")).unwrap();
+        assert_eq!(find_binary(root, None).unwrap(), big);
+
+        // Exactly 10 MB is not "larger than 10 MB".
+        sparse(&root.join("package/vendor/other/codex/codex"), 10 << 20);
+        assert_eq!(find_binary(root, None).unwrap(), big);
+
+        let other = root.join("package/vendor/aarch64-unknown-linux-musl/codex/codex");
+        sparse(&other, 12 << 20);
+        assert!(
+            find_binary(root, None)
+                .unwrap_err()
+                .to_string()
+                .contains("several")
+        );
+        assert_eq!(
+            find_binary(root, Some("x86_64-unknown-linux-musl")).unwrap(),
+            big
+        );
+        assert_eq!(
+            find_binary(root, Some("aarch64-unknown-linux-musl")).unwrap(),
+            other
+        );
+    }
+
+    /// Builds a `.tgz` shaped like the npm package, whose `codex` is a shell script reporting `version`, padded to
+    /// more than 10 MB.
+    fn fake_package(path: &Path, version: &str, layout: &str) {
+        let mut script = format!("#!/bin/sh\necho 'codex-cli {version}'\nexit 0\n").into_bytes();
+        script.resize((MIN_BINARY_SIZE + 4096) as usize, b'#');
+        let gz =
+            flate2::write::GzEncoder::new(File::create(path).unwrap(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let mut add = |name: &str, data: &[u8], mode: u32| {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(mode);
+            h.set_cksum();
+            tar.append_data(&mut h, name, data).unwrap();
+        };
+        add("package/package.json", b"{}", 0o644);
+        add("package/bin/codex.js", b"// launcher", 0o755);
+        add("package/bin/codex", b"small", 0o755);
+        add(
+            &format!("package/vendor/x86_64-unknown-linux-musl/{layout}"),
+            &script,
+            0o644,
+        );
+        add(
+            "package/vendor/x86_64-unknown-linux-musl/path/rg",
+            b"rg",
+            0o755,
+        );
+        tar.into_inner().unwrap().finish().unwrap();
+    }
+
+    /// A fake `npm` that "downloads" `tgz`, or prints `stderr` and fails when `tgz` is `None`.
+    fn fake_npm(dir: &Path, tgz: Option<&Path>, stderr: &str) -> PathBuf {
+        let body = match tgz {
+            Some(tgz) => format!(
+                "sleep 0.3\ncp '{}' \"$4/openai-codex-fake.tgz\"\necho '[{{\"filename\":\"openai-codex-fake.tgz\",\"shasum\":\"abc\"}}]'",
+                tgz.display()
+            ),
+            None => format!("cat >&2 <<'EOF'\n{stderr}\nEOF\nexit 1"),
+        };
+        let path = dir.join(format!("npm-{}", uuid::Uuid::now_v7()));
+        let calls = dir.join("npm-calls");
+        let script = format!(
+            "#!/bin/sh\n[ \"$1\" = pack ] || exit 9\necho \"$2\" >> '{}'\n{body}\n",
+            calls.display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn opts(npm: PathBuf) -> InstallOptions {
+        InstallOptions {
+            npm: Some(npm),
+            platform: Some(X64),
+        }
+    }
+
+    #[tokio::test]
+    async fn install_from_fake_npm_then_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("pkg.tgz");
+        fake_package(&tgz, "0.161.0", "bin/codex");
+        let cache = Cache::new(dir.path().join("cache"));
+        let npm = fake_npm(dir.path(), Some(&tgz), "");
+        let rec = Recorder::default();
+        let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
+            .await
+            .unwrap();
+        assert_eq!(bin.version, "0.161.0");
+        assert_eq!(bin.path, cache.binary_path("0.161.0"));
+        let record = read_record(&cache, "0.161.0").unwrap();
+        assert_eq!(record.npm_spec, "@openai/codex@0.161.0-linux-x64");
+        assert_eq!(
+            record.path_in_package,
+            "package/vendor/x86_64-unknown-linux-musl/bin/codex"
+        );
+        assert_eq!(record.tarball_shasum.as_deref(), Some("abc"));
+        // Only the binary and install.json are kept; temporary files are gone.
+        let mut names: Vec<String> = std::fs::read_dir(cache.version_dir("0.161.0"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["codex", "install.json"]);
+        assert!(!cache.root().join(".tmp").join("0.161.0").exists());
+
+        // Second install: served from the cache, npm is not run (a failing npm proves it).
+        let broken_npm = fake_npm(dir.path(), None, "must not run");
+        let again = install_with(&cache, "0.161.0", &NoProgress, &opts(broken_npm))
+            .await
+            .unwrap();
+        assert_eq!(again, bin);
+    }
+
+    #[tokio::test]
+    async fn concurrent_installs_share_one_download() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("pkg.tgz");
+        fake_package(&tgz, "0.131.0", "codex/codex");
+        let cache = Cache::new(dir.path().join("cache"));
+        let options = opts(fake_npm(dir.path(), Some(&tgz), ""));
+        let (a, b) = tokio::join!(
+            install_with(&cache, "0.131.0", &NoProgress, &options),
+            install_with(&cache, "0.131.0", &NoProgress, &options),
+        );
+        assert_eq!(a.unwrap().version, "0.131.0");
+        assert_eq!(b.unwrap().version, "0.131.0");
+        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        assert_eq!(calls.lines().count(), 1, "npm ran more than once");
+    }
+
+    #[tokio::test]
+    async fn install_errors_say_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().join("cache"));
+
+        let npm = fake_npm(
+            dir.path(),
+            None,
+            "npm error code ETARGET\nnpm error notarget No matching version found",
+        );
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
+                .await
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("no such version") && err.contains("npm view @openai/codex versions"),
+            "{err}"
+        );
+        assert!(err.contains("No matching version found"), "{err}");
+
+        let npm = fake_npm(dir.path(), None, "line1\nnpm error something odd");
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
+                .await
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("npm pack @openai/codex@0.0.1-linux-x64 failed")
+                && err.contains("something odd"),
+            "{err}"
+        );
+
+        let missing = InstallOptions {
+            npm: Some(dir.path().join("no-npm")),
+            platform: Some(X64),
+        };
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.1", &NoProgress, &missing)
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("install Node.js and npm"), "{err}");
+
+        let corrupt = dir.path().join("corrupt.tgz");
+        std::fs::write(&corrupt, b"this is not gzip").unwrap();
+        let npm = fake_npm(dir.path(), Some(&corrupt), "");
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("corrupt package"), "{err}");
+        assert!(!cache.root().join(".tmp/0.0.1").exists());
+
+        // Truncated download: valid gzip header, missing tail.
+        let good = dir.path().join("good.tgz");
+        fake_package(&good, "0.0.1", "bin/codex");
+        let bytes = std::fs::read(&good).unwrap();
+        let truncated = dir.path().join("truncated.tgz");
+        std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+        let npm = fake_npm(dir.path(), Some(&truncated), "");
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("corrupt package"), "{err}");
+
+        let npm = fake_npm(dir.path(), Some(&good), "");
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "0.0.2", &NoProgress, &opts(npm))
+                .await
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("version mismatch") && err.contains("codex-cli 0.0.1"),
+            "{err}"
+        );
+        assert!(!cache.binary_path("0.0.2").exists());
+
+        let err = format!(
+            "{:#}",
+            install_with(&cache, "latest", &NoProgress, &missing)
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("X.Y.Z"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn corrupt_tgz_unpack_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("x.tgz");
+        std::fs::write(&tgz, b"\x1f\x8b\x08\x00garbage").unwrap();
+        assert!(
+            unpack(&tgz, &dir.path().join("out"), &NoProgress)
+                .await
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn npm_error_classification() {
+        let e = npm_error(
+            "@openai/codex@9.9.9-linux-x64",
+            "exit status: 1",
+            "npm error code E404\nnpm error 404 Not Found",
+        );
+        assert!(e.to_string().contains("no such version"));
+        let e = npm_error(
+            "s",
+            "exit status: 1",
+            "npm error code ENOTFOUND\nrequest to https://registry.npmjs.org failed",
+        );
+        assert!(e.to_string().contains("could not reach the registry"));
+        let e = npm_error("s", "exit status: 1", "");
+        assert_eq!(e.to_string(), "npm pack s failed (exit status: 1)");
+    }
+}
