@@ -1,1 +1,267 @@
-fn main() {}
+//! The `codex-parity` command: run the parity scenarios against real codex binaries,
+//! install codex versions, list scenarios, or serve as the sidecar.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use codex_parity::binaries::{self, CodexBinary};
+use codex_parity::install::{self, Cache, StderrProgress};
+use codex_parity::runner::{self, Record};
+use codex_parity::scenario::{self, Outcome};
+use codex_parity::sidecar::SidecarLauncher;
+use codex_parity::versions;
+use codex_parity::world::Settings;
+
+/// Does Codex X still behave the way your integration relies on? codex-parity runs parity
+/// scenarios against the real `codex app-server`, offline, with a mock Responses API.
+#[derive(Debug, Parser)]
+#[command(name = "codex-parity", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the parity scenarios (on the pinned codex version when no binary is named).
+    ///
+    /// Examples:
+    ///   codex-parity run                              # pinned version, installed on demand
+    ///   codex-parity run --codex-version 0.161.0      # another version from npm
+    ///   codex-parity run --compare                    # the whole comparison set
+    ///   codex-parity run --codex-bin ./codex --filter streaming
+    ///
+    /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
+    /// usage or install error.
+    #[command(verbatim_doc_comment)]
+    Run(RunArgs),
+    /// Download codex versions from npm into the cache (fetched once, reused after).
+    ///
+    /// The cache is $CODEX_PARITY_CACHE, else $XDG_CACHE_HOME/codex-parity/codex, else
+    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH.
+    Install {
+        /// Versions such as 0.171.0 (default: the pinned version).
+        versions: Vec<String>,
+    },
+    /// List the scenarios with their catalogue ids.
+    List,
+    /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
+    #[command(disable_help_flag = true)]
+    Sidecar {
+        /// Arguments for the sidecar (see `codex-parity sidecar --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// A codex binary to test (repeatable). Wins over versions and CODEX_TEST_BINS.
+    #[arg(long = "codex-bin", value_name = "PATH")]
+    codex_bin: Vec<PathBuf>,
+    /// A codex version to install from npm and test (repeatable).
+    #[arg(long = "codex-version", value_name = "VERSION")]
+    codex_version: Vec<String>,
+    /// Test the whole comparison set of fixtures/codex-versions.json.
+    #[arg(long)]
+    compare: bool,
+    /// Run only scenarios whose name or id contains this text.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// Scenarios run at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
+    #[arg(long)]
+    keep: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Sidecar { args } => {
+            let mut argv = vec![std::ffi::OsString::from("codex-parity sidecar")];
+            argv.extend(args);
+            let code = codex_parity_sidecar::cli::main_with_args(argv);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+        Command::List => {
+            for s in scenario::registry() {
+                println!("{:<5} {:<50} {}", s.id, s.name, s.summary);
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Install { versions } => with_runtime(install_versions(versions)),
+        Command::Run(args) => with_runtime(run(args)),
+    }
+}
+
+fn with_runtime(fut: impl std::future::Future<Output = anyhow::Result<ExitCode>>) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("codex-parity: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("codex-parity: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn install_versions(mut wanted: Vec<String>) -> anyhow::Result<ExitCode> {
+    if wanted.is_empty() {
+        wanted.push(versions::load()?.pinned);
+    }
+    let cache = Cache::from_env()?;
+    let progress = StderrProgress::new();
+    for version in wanted {
+        let binary = install::install(&cache, &version, &progress).await?;
+        println!("{} {}", binary.label(), binary.path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
+    let progress = StderrProgress::new();
+    let mut wanted = args.codex_version.clone();
+    if args.compare {
+        wanted.extend(versions::load()?.compare);
+    }
+    if !wanted.is_empty() && args.codex_bin.is_empty() {
+        let cache = Cache::from_env()?;
+        let mut out = Vec::new();
+        for v in wanted {
+            if !out.iter().any(|b: &CodexBinary| b.version == v) {
+                out.push(install::install(&cache, &v, &progress).await?);
+            }
+        }
+        return Ok(out);
+    }
+    let source =
+        binaries::choose_sources(&args.codex_bin, std::env::var_os(binaries::CODEX_TEST_BINS))?;
+    binaries::resolve(source, &Cache::from_env()?, &progress).await
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let binaries = binaries_for(&args).await?;
+    let targets = runner::prepare(binaries).await?;
+    let mut scenarios = scenario::registry();
+    if let Some(f) = &args.filter {
+        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id == f);
+        if scenarios.is_empty() {
+            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+        }
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let settings = Arc::new(Settings {
+        sidecar: SidecarLauncher::current_exe()?,
+        keep: args.keep,
+    });
+    let total = targets.len() * scenarios.len();
+    eprintln!(
+        "codex-parity: {} scenario(s) on {} ({total} runs, {jobs} at once)",
+        scenarios.len(),
+        targets
+            .iter()
+            .map(|t| t.binary.label())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let on_done = Arc::new(move |r: &Record| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let word = match &r.outcome {
+            Outcome::Passed => "pass",
+            Outcome::Failed(_) => "FAIL",
+            Outcome::NotApplicable(_) => "n/a",
+        };
+        eprintln!(
+            "[{n}/{total}] {word:<4} {}[{}] ({:.1}s)",
+            r.scenario,
+            r.label,
+            r.duration.as_secs_f64()
+        );
+    });
+    let records = runner::run_all(&targets, &scenarios, settings, jobs, on_done).await;
+    print_matrix(
+        &records,
+        &targets.iter().map(|t| t.binary.label()).collect::<Vec<_>>(),
+    );
+    let failed = records
+        .iter()
+        .any(|r| matches!(r.outcome, Outcome::Failed(_)));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_matrix(records: &[Record], labels: &[String]) {
+    let mut names: Vec<&str> = Vec::new();
+    for r in records {
+        if !names.contains(&r.scenario) {
+            names.push(r.scenario);
+        }
+    }
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(8).max(8);
+    print!("\n{:<width$}", "scenario");
+    for l in labels {
+        print!("  {l:<14}");
+    }
+    println!();
+    for name in &names {
+        print!("{name:<width$}");
+        for l in labels {
+            let cell = records
+                .iter()
+                .find(|r| r.scenario == *name && &r.label == l)
+                .map_or("-", |r| match r.outcome {
+                    Outcome::Passed => "pass",
+                    Outcome::Failed(_) => "FAIL",
+                    Outcome::NotApplicable(_) => "n/a",
+                });
+            print!("  {cell:<14}");
+        }
+        println!();
+    }
+    for l in labels {
+        let count = |f: fn(&Outcome) -> bool| {
+            records
+                .iter()
+                .filter(|r| &r.label == l && f(&r.outcome))
+                .count()
+        };
+        println!(
+            "{l}: {} passed, {} failed, {} not applicable",
+            count(|o| matches!(o, Outcome::Passed)),
+            count(|o| matches!(o, Outcome::Failed(_))),
+            count(|o| matches!(o, Outcome::NotApplicable(_)))
+        );
+    }
+    for r in records {
+        match &r.outcome {
+            Outcome::Failed(reason) => {
+                println!(
+                    "FAIL {}[{}]: {}",
+                    r.scenario,
+                    r.label,
+                    reason.lines().next().unwrap_or("")
+                )
+            }
+            Outcome::NotApplicable(reason) => {
+                println!("n/a  {}[{}]: {reason}", r.scenario, r.label)
+            }
+            Outcome::Passed => {}
+        }
+    }
+}

@@ -1,1 +1,106 @@
-fn main() {}
+//! The parity suite: one test per scenario per codex binary, named
+//! `scenario_name[codex-0.171.0]`, run against the real `codex app-server`.
+//!
+//! Binaries: `-- --codex-bin PATH` (repeatable), else `CODEX_TEST_BINS` (separated like
+//! `PATH`), else the pinned version, installed on demand. Usual libtest filters work.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use codex_parity::binaries;
+use codex_parity::install::{Cache, StderrProgress};
+use codex_parity::runner;
+use codex_parity::scenario::{self, Outcome};
+use codex_parity::sidecar::SidecarLauncher;
+use codex_parity::world::Settings;
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// Takes `--codex-bin PATH` / `--codex-bin=PATH` out of the arguments.
+fn split_args(args: impl Iterator<Item = OsString>) -> (Vec<PathBuf>, Vec<OsString>) {
+    let (mut bins, mut rest) = (Vec::new(), Vec::new());
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        if text == "--codex-bin" {
+            if let Some(path) = args.next() {
+                bins.push(PathBuf::from(path));
+            }
+        } else if let Some(path) = text.strip_prefix("--codex-bin=") {
+            bins.push(PathBuf::from(path));
+        } else {
+            rest.push(arg);
+        }
+    }
+    (bins, rest)
+}
+
+fn main() -> ExitCode {
+    let (bins, rest) = split_args(std::env::args_os());
+    let args = Arguments::from_iter(rest);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("parity: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let prepared = runtime.block_on(async {
+        let source = binaries::choose_sources(&bins, std::env::var_os(binaries::CODEX_TEST_BINS))?;
+        let binaries =
+            binaries::resolve(source, &Cache::from_env()?, &StderrProgress::new()).await?;
+        runner::prepare(binaries).await
+    });
+    let targets = match prepared {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("parity: cannot prepare the codex binaries: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = Arc::new(Settings {
+        sidecar: SidecarLauncher {
+            program: PathBuf::from(env!("CARGO_BIN_EXE_codex-parity")),
+            args: vec!["sidecar".into()],
+        },
+        keep: std::env::var_os("CODEX_PARITY_KEEP").is_some(),
+    });
+    let handle = runtime.handle().clone();
+    let mut trials = Vec::new();
+    let mut not_applicable = Vec::new();
+    for target in &targets {
+        for s in scenario::registry() {
+            let name = scenario::test_name(&s, &target.binary);
+            let na = (s.applies)(&target.caps).err();
+            if let Some(reason) = &na {
+                not_applicable.push(format!("{name}: {reason}"));
+            }
+            let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
+            let trial = Trial::test(name, move || {
+                let (outcome, _) = handle.block_on(scenario::run_scenario(
+                    &s,
+                    &target.binary,
+                    target.caps.clone(),
+                    settings,
+                ));
+                match outcome {
+                    Outcome::Passed => Ok(()),
+                    Outcome::Failed(reason) => Err(Failed::from(reason)),
+                    Outcome::NotApplicable(reason) => {
+                        Err(Failed::from(format!("not applicable: {reason}")))
+                    }
+                }
+            })
+            .with_kind(s.id)
+            .with_ignored_flag(na.is_some());
+            trials.push(trial);
+        }
+    }
+    for line in &not_applicable {
+        eprintln!("not applicable (reported as ignored, never passed): {line}");
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    drop(runtime);
+    conclusion.exit_code()
+}

@@ -1,0 +1,630 @@
+//! A client for one `codex app-server` process: JSON-RPC over JSON lines on its stdin and
+//! stdout, with per-call timeouts, a log of everything the server sent, and handlers for the
+//! requests the server sends to the client.
+//!
+//! The child is killed when the client is dropped, so a test that panics leaves no process.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use crate::message::{Message, RequestId, RpcError};
+
+/// How many lines of codex's stderr are kept for error messages.
+const STDERR_TAIL_LINES: usize = 40;
+
+/// The default timeout of one call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What to launch: the binary, its arguments after `app-server`, its environment and cwd.
+#[derive(Debug, Clone)]
+pub struct AppServerCommand {
+    /// The `codex` binary.
+    pub program: PathBuf,
+    /// Arguments after `app-server` (e.g. `--disable plugins`).
+    pub args: Vec<String>,
+    /// The complete environment (the caller's is not inherited).
+    pub env: Vec<(OsString, OsString)>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// A name for error messages, e.g. `codex-0.171.0`.
+    pub label: String,
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// Codex answered with a JSON-RPC error.
+    #[error("{label}: {method} answered {error}")]
+    Rpc {
+        /// Which codex.
+        label: String,
+        /// The method called.
+        method: String,
+        /// Codex's error object.
+        error: RpcError,
+    },
+    /// No answer in time.
+    #[error("{label}: {method} got no answer within {timeout:?}; codex stderr tail:\n{stderr}")]
+    Timeout {
+        /// Which codex.
+        label: String,
+        /// The method called.
+        method: String,
+        /// The timeout that ran out.
+        timeout: Duration,
+        /// The last lines of codex's stderr.
+        stderr: String,
+    },
+    /// The process exited (or closed stdout) before answering.
+    #[error(
+        "{label}: codex exited ({status}) while waiting for {method}; codex stderr tail:\n{stderr}"
+    )]
+    Exited {
+        /// Which codex.
+        label: String,
+        /// The method called.
+        method: String,
+        /// The exit status, as text.
+        status: String,
+        /// The last lines of codex's stderr.
+        stderr: String,
+    },
+}
+
+impl CallError {
+    /// The JSON-RPC error, when codex answered with one.
+    pub fn rpc(&self) -> Option<&RpcError> {
+        match self {
+            CallError::Rpc { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// One message the server sent (a notification or a server request), as logged.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    /// Position in the log, 0-based.
+    pub index: usize,
+    /// The message.
+    pub message: Message,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+impl Inbound {
+    /// The method name.
+    pub fn method(&self) -> &str {
+        self.message.method().unwrap_or("")
+    }
+
+    /// The params.
+    pub fn params(&self) -> &Value {
+        self.message.params()
+    }
+
+    /// Whether this is a notification with the given method.
+    pub fn is(&self, method: &str) -> bool {
+        self.method() == method
+    }
+
+    /// `params.turnId`, or `params.turn.id`, when present.
+    pub fn turn_id(&self) -> Option<&str> {
+        let p = self.params();
+        p.get("turnId")
+            .and_then(Value::as_str)
+            .or_else(|| p.pointer("/turn/id").and_then(Value::as_str))
+    }
+
+    /// `params.threadId`, or `params.thread.id`, when present.
+    pub fn thread_id(&self) -> Option<&str> {
+        let p = self.params();
+        p.get("threadId")
+            .and_then(Value::as_str)
+            .or_else(|| p.pointer("/thread/id").and_then(Value::as_str))
+    }
+}
+
+/// A handler for one server-to-client request method: gets the params, returns the result.
+pub type Handler = Arc<dyn Fn(&Value) -> Result<Value, RpcError> + Send + Sync>;
+
+/// Where the answer to one pending call goes.
+type Reply = oneshot::Sender<Result<Value, RpcError>>;
+
+/// State shared between the client and its reader tasks.
+struct Shared {
+    label: String,
+    log: Mutex<Vec<Inbound>>,
+    log_changed: Notify,
+    pending: Mutex<HashMap<String, Reply>>,
+    handlers: Mutex<HashMap<String, Handler>>,
+    unhandled: Mutex<Vec<String>>,
+    started_turns: Mutex<Vec<String>>,
+    bad_lines: Mutex<Vec<String>>,
+    stderr: Mutex<VecDeque<String>>,
+    exit: watch::Sender<Option<String>>,
+    writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
+}
+
+impl Shared {
+    fn stderr_tail(&self) -> String {
+        lock(&self.stderr)
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn send_line(&self, line: String) -> bool {
+        match lock(&self.writer).as_ref() {
+            Some(tx) => tx.send(line).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// Locks a mutex, recovering from poisoning (a panicking test must not hide the state).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running `codex app-server`.
+pub struct AppServer {
+    shared: Arc<Shared>,
+    next_id: AtomicI64,
+    kill: Mutex<Option<oneshot::Sender<()>>>,
+    exit_rx: watch::Receiver<Option<String>>,
+    pid: Option<u32>,
+    /// The default timeout of [`AppServer::call`].
+    pub call_timeout: Duration,
+}
+
+impl AppServer {
+    /// Spawns `program app-server ARGS` with exactly the given environment.
+    pub fn spawn(cmd: &AppServerCommand) -> anyhow::Result<AppServer> {
+        let mut command = Command::new(&cmd.program);
+        command
+            .arg("app-server")
+            .args(&cmd.args)
+            .env_clear()
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&cmd.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot start {} app-server: {e}",
+                cmd.label,
+                cmd.program.display()
+            )
+        })?;
+        let pid = child.id();
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout pipe"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stderr pipe"))?;
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (line_tx, line_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            label: cmd.label.clone(),
+            log: Mutex::new(Vec::new()),
+            log_changed: Notify::new(),
+            pending: Mutex::new(HashMap::new()),
+            handlers: Mutex::new(HashMap::new()),
+            unhandled: Mutex::new(Vec::new()),
+            started_turns: Mutex::new(Vec::new()),
+            bad_lines: Mutex::new(Vec::new()),
+            stderr: Mutex::new(VecDeque::new()),
+            exit: exit_tx,
+            writer: Mutex::new(Some(line_tx)),
+        });
+        tokio::spawn(write_lines(stdin, line_rx));
+        let stderr_done = tokio::spawn(read_stderr(shared.clone(), stderr));
+        let stdout_done = tokio::spawn(read_stdout(shared.clone(), stdout));
+        let (kill_tx, kill_rx) = oneshot::channel();
+        tokio::spawn(watch_child(
+            shared.clone(),
+            child,
+            kill_rx,
+            stdout_done,
+            stderr_done,
+        ));
+        Ok(AppServer {
+            shared,
+            next_id: AtomicI64::new(1),
+            kill: Mutex::new(Some(kill_tx)),
+            exit_rx,
+            pid,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        })
+    }
+
+    /// The label given at spawn (e.g. `codex-0.171.0`).
+    pub fn label(&self) -> &str {
+        &self.shared.label
+    }
+
+    /// The process id, if the process started.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Registers the handler for a server-to-client request method. Requests without a
+    /// handler are answered with an error and listed by [`AppServer::unhandled_requests`].
+    pub fn handle(
+        &self,
+        method: &str,
+        handler: impl Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.handlers).insert(method.to_string(), Arc::new(handler));
+    }
+
+    /// Server requests that arrived without a registered handler.
+    pub fn unhandled_requests(&self) -> Vec<String> {
+        lock(&self.shared.unhandled).clone()
+    }
+
+    /// Lines on stdout that were not JSON-RPC messages.
+    pub fn bad_lines(&self) -> Vec<String> {
+        lock(&self.shared.bad_lines).clone()
+    }
+
+    /// The last lines codex wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.stderr_tail()
+    }
+
+    /// Calls `method` with the default timeout.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
+        self.call_with_timeout(method, params, self.call_timeout)
+            .await
+    }
+
+    /// Calls `method` and waits at most `timeout` for the answer.
+    pub async fn call_with_timeout(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.pending).insert(id_key(&json!(id)), tx);
+        let line = Message::Request {
+            id: json!(id),
+            method: method.to_string(),
+            params,
+        }
+        .to_line();
+        if !self.shared.send_line(line) {
+            lock(&self.shared.pending).remove(&id_key(&json!(id)));
+            return Err(self.exited_error(method));
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Ok(result))) => {
+                if let Some(id) = result.pointer("/turn/id").and_then(Value::as_str)
+                    && method == "turn/start"
+                {
+                    lock(&self.shared.started_turns).push(id.to_string());
+                }
+                Ok(result)
+            }
+            Ok(Ok(Err(error))) => Err(CallError::Rpc {
+                label: self.shared.label.clone(),
+                method: method.to_string(),
+                error,
+            }),
+            Ok(Err(_closed)) => Err(self.exited_error(method)),
+            Err(_elapsed) => {
+                lock(&self.shared.pending).remove(&id_key(&json!(id)));
+                Err(CallError::Timeout {
+                    label: self.shared.label.clone(),
+                    method: method.to_string(),
+                    timeout,
+                    stderr: self.stderr_tail(),
+                })
+            }
+        }
+    }
+
+    fn exited_error(&self, method: &str) -> CallError {
+        let status = self
+            .exit_rx
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| "stdout closed".to_string());
+        CallError::Exited {
+            label: self.shared.label.clone(),
+            method: method.to_string(),
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Sends a notification (no answer expected).
+    pub fn notify(&self, method: &str, params: Value) -> anyhow::Result<()> {
+        let line = Message::Notification {
+            method: method.to_string(),
+            params,
+            extra: Default::default(),
+        }
+        .to_line();
+        self.send_raw(&line)
+    }
+
+    /// Writes one raw line to codex's stdin (for protocol tests).
+    pub fn send_raw(&self, line: &str) -> anyhow::Result<()> {
+        if self.shared.send_line(line.to_string()) {
+            Ok(())
+        } else {
+            Err(anyhow::anyhow!(
+                "{}: codex stdin is closed",
+                self.shared.label
+            ))
+        }
+    }
+
+    /// `initialize` then `initialized`. `experimental` sets `capabilities.experimentalApi`.
+    pub async fn initialize(&self, experimental: bool) -> Result<Value, CallError> {
+        let result = self
+            .call(
+                "initialize",
+                json!({
+                    "clientInfo": {"name": "codex-parity", "title": "codex-parity", "version": env!("CARGO_PKG_VERSION")},
+                    "capabilities": {"experimentalApi": experimental},
+                }),
+            )
+            .await?;
+        // A closed stdin shows up on the next call; nothing to report here.
+        let _ = self.notify("initialized", Value::Null);
+        Ok(result)
+    }
+
+    /// A snapshot of every message logged so far.
+    pub fn messages(&self) -> Vec<Inbound> {
+        lock(&self.shared.log).clone()
+    }
+
+    /// How many messages have been logged so far (a cursor for [`AppServer::wait_for`]).
+    pub fn cursor(&self) -> usize {
+        lock(&self.shared.log).len()
+    }
+
+    /// Waits for the first logged message at or after `from` that satisfies `pred`.
+    pub async fn wait_for(
+        &self,
+        from: usize,
+        timeout: Duration,
+        what: &str,
+        pred: impl Fn(&Inbound) -> bool,
+    ) -> anyhow::Result<Inbound> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.log_changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(found) = lock(&self.shared.log).iter().skip(from).find(|m| pred(m)) {
+                return Ok(found.clone());
+            }
+            if self.exit_rx.borrow().is_some() {
+                // One last look: the message may have arrived with the exit.
+                if let Some(found) = lock(&self.shared.log).iter().skip(from).find(|m| pred(m)) {
+                    return Ok(found.clone());
+                }
+                anyhow::bail!(
+                    "{}: codex exited ({}) while waiting for {what}; stderr tail:\n{}",
+                    self.shared.label,
+                    self.exit_rx.borrow().clone().unwrap_or_default(),
+                    self.stderr_tail()
+                );
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                anyhow::bail!(
+                    "{}: no {what} within {timeout:?}; stderr tail:\n{}",
+                    self.shared.label,
+                    self.stderr_tail()
+                );
+            }
+        }
+    }
+
+    /// Waits for the notification `method` at or after `from` whose params satisfy `pred`.
+    pub async fn wait_notification(
+        &self,
+        from: usize,
+        method: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> anyhow::Result<Inbound> {
+        self.wait_for(from, timeout, method, |m| m.is(method) && pred(m.params()))
+            .await
+    }
+
+    /// Kills the process now (SIGKILL); the exit shows in [`AppServer::exit_status`].
+    pub fn kill(&self) {
+        if let Some(kill) = lock(&self.kill).take() {
+            let _ = kill.send(());
+        }
+    }
+
+    /// Turn ids returned by `turn/start` calls on this connection.
+    pub fn started_turns(&self) -> Vec<String> {
+        lock(&self.shared.started_turns).clone()
+    }
+
+    /// Whether the process has exited, and how.
+    pub fn exit_status(&self) -> Option<String> {
+        self.exit_rx.borrow().clone()
+    }
+
+    /// Closes stdin and waits up to `timeout` for the process to exit; kills it after that.
+    /// Returns the exit status as text.
+    pub async fn shutdown(&self, timeout: Duration) -> String {
+        lock(&self.shared.writer).take();
+        let mut rx = self.exit_rx.clone();
+        let exited = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_some()))
+            .await
+            .is_ok();
+        if !exited {
+            self.kill();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|s| s.is_some())).await;
+        }
+        let status = self.exit_rx.borrow().clone();
+        status.unwrap_or_else(|| "did not exit".into())
+    }
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn id_key(id: &RequestId) -> String {
+    id.to_string()
+}
+
+async fn write_lines(
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(mut line) = rx.recv().await {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+    // Dropping stdin closes it: codex exits on EOF.
+}
+
+async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    let echo = std::env::var_os("CODEX_PARITY_ECHO_STDERR").is_some();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if echo {
+            eprintln!("[{} stderr] {line}", shared.label);
+        }
+        let mut tail = lock(&shared.stderr);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
+    let mut lines = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match Message::parse(&line) {
+            Ok(Message::Response { id, result }) => {
+                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                    let _ = tx.send(Ok(result));
+                }
+            }
+            Ok(Message::Error { id, error }) => {
+                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                    let _ = tx.send(Err(error));
+                } else {
+                    lock(&shared.bad_lines).push(line);
+                }
+            }
+            Ok(message) => {
+                if let Message::Request { id, method, params } = &message {
+                    answer_server_request(&shared, id, method, params);
+                }
+                let mut log = lock(&shared.log);
+                let index = log.len();
+                log.push(Inbound {
+                    index,
+                    message,
+                    at: Instant::now(),
+                });
+                drop(log);
+                shared.log_changed.notify_waiters();
+            }
+            Err(_) => lock(&shared.bad_lines).push(line),
+        }
+    }
+}
+
+fn answer_server_request(shared: &Shared, id: &RequestId, method: &str, params: &Value) {
+    let handler = lock(&shared.handlers).get(method).cloned();
+    let reply = match handler {
+        Some(handler) => match handler(params) {
+            Ok(result) => Message::Response {
+                id: id.clone(),
+                result,
+            },
+            Err(error) => Message::Error {
+                id: id.clone(),
+                error,
+            },
+        },
+        None => {
+            lock(&shared.unhandled).push(method.to_string());
+            Message::Error {
+                id: id.clone(),
+                error: RpcError {
+                    code: -32601,
+                    message: format!(
+                        "codex-parity: no handler registered for server request {method}"
+                    ),
+                    data: None,
+                },
+            }
+        }
+    };
+    shared.send_line(reply.to_line());
+}
+
+async fn watch_child(
+    shared: Arc<Shared>,
+    mut child: Child,
+    kill: oneshot::Receiver<()>,
+    stdout_done: tokio::task::JoinHandle<()>,
+    stderr_done: tokio::task::JoinHandle<()>,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = kill => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    let text = match status {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    };
+    // Let the readers drain what the process wrote before it ended.
+    let _ = tokio::time::timeout(Duration::from_secs(2), stdout_done).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
+    lock(&shared.writer).take();
+    let _ = shared.exit.send(Some(text));
+    // Fail every call still waiting: its sender is dropped here.
+    lock(&shared.pending).clear();
+    shared.log_changed.notify_waiters();
+}

@@ -1,0 +1,178 @@
+//! The scenario registry: every parity scenario is data (name, id, what it needs) plus one
+//! async function. The same registry feeds the test harness and `codex-parity run`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::binaries::CodexBinary;
+use crate::capabilities::Capabilities;
+use crate::world::{Settings, World, WorldOptions};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The body of a scenario.
+pub type ScenarioFn = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+
+/// One parity scenario.
+#[derive(Clone, Copy)]
+pub struct Scenario {
+    /// Test name, snake case (e.g. `smoke_uses_mock_responses`).
+    pub name: &'static str,
+    /// Catalogue id in `parity-scenarios.md` (e.g. `A1`).
+    pub id: &'static str,
+    /// One line saying what it proves.
+    pub summary: &'static str,
+    /// `Err(reason)` when the binary lacks what the scenario needs.
+    pub applies: fn(&Capabilities) -> Result<(), String>,
+    /// The scenario itself.
+    pub run: ScenarioFn,
+    /// The longest it may take.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name, self.id)
+    }
+}
+
+/// Applies to every binary.
+pub fn always(_: &Capabilities) -> Result<(), String> {
+    Ok(())
+}
+
+/// How a scenario ended on one binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every assertion held.
+    Passed,
+    /// Something did not hold: the reason.
+    Failed(String),
+    /// The binary cannot do what the scenario needs: the reason. Never counted as passed.
+    NotApplicable(String),
+}
+
+/// What a scenario gets: the binary, its capabilities and the run's settings.
+pub struct Ctx {
+    /// The codex under test.
+    pub binary: CodexBinary,
+    /// What it supports.
+    pub caps: Arc<Capabilities>,
+    /// Run-wide settings.
+    pub settings: Arc<Settings>,
+    created: AtomicUsize,
+    finished: Arc<AtomicUsize>,
+}
+
+impl Ctx {
+    /// A context for one scenario run.
+    pub fn new(binary: CodexBinary, caps: Arc<Capabilities>, settings: Arc<Settings>) -> Ctx {
+        Ctx {
+            binary,
+            caps,
+            settings,
+            created: AtomicUsize::new(0),
+            finished: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A fresh world. The scenario must end it with [`World::finish`].
+    pub async fn world(&self, options: WorldOptions) -> anyhow::Result<World> {
+        self.created.fetch_add(1, Ordering::SeqCst);
+        World::new(&self.binary, &self.settings, options, self.finished.clone()).await
+    }
+}
+
+/// Runs one scenario on one binary, with its timeout.
+pub async fn run_scenario(
+    scenario: &Scenario,
+    binary: &CodexBinary,
+    caps: Arc<Capabilities>,
+    settings: Arc<Settings>,
+) -> (Outcome, Duration) {
+    let started = Instant::now();
+    if let Err(reason) = (scenario.applies)(&caps) {
+        return (Outcome::NotApplicable(reason), started.elapsed());
+    }
+    let ctx = Ctx::new(binary.clone(), caps, settings);
+    let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
+    let outcome = match result {
+        Err(_) => Outcome::Failed(format!("timed out after {:?}", scenario.timeout)),
+        Ok(Err(e)) => Outcome::Failed(format!("{e:#}")),
+        Ok(Ok(())) => {
+            let (c, f) = (
+                ctx.created.load(Ordering::SeqCst),
+                ctx.finished.load(Ordering::SeqCst),
+            );
+            if c == f {
+                Outcome::Passed
+            } else {
+                Outcome::Failed(format!(
+                    "scenario bug: {c} world(s) created, {f} finished (the after-scenario checks did not run)"
+                ))
+            }
+        }
+    };
+    (outcome, started.elapsed())
+}
+
+/// Every scenario, in catalogue order.
+pub fn registry() -> Vec<Scenario> {
+    let mut all = Vec::new();
+    all.extend(crate::scenarios::executor::scenarios());
+    all.extend(crate::scenarios::lifecycle::scenarios());
+    all.extend(crate::scenarios::protocol::scenarios());
+    all
+}
+
+/// The test name of a scenario on a binary: `name[codex-0.171.0]`.
+pub fn test_name(scenario: &Scenario, binary: &CodexBinary) -> String {
+    format!("{}[{}]", scenario.name, binary.label())
+}
+
+/// Fails with `msg` unless `cond` holds.
+#[macro_export]
+macro_rules! ensure_eq {
+    ($left:expr, $right:expr, $($what:tt)+) => {{
+        let (l, r) = (&$left, &$right);
+        if l != r {
+            anyhow::bail!("{}: expected {:?}, got {:?}", format!($($what)+), r, l);
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_snake_case() {
+        let all = registry();
+        let mut names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "duplicate scenario names");
+        for n in names {
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_names_carry_the_version() {
+        let s = registry()[0];
+        let b = CodexBinary {
+            path: "/x/codex".into(),
+            version: "0.171.0".into(),
+        };
+        assert_eq!(test_name(&s, &b), format!("{}[codex-0.171.0]", s.name));
+    }
+}

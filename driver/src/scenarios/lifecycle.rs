@@ -1,0 +1,309 @@
+//! Turn lifecycle scenarios: the shape of a turn (E2), run-result edge cases (E3) and
+//! ephemeral threads (E15).
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use codex_parity_sidecar::Scripted;
+use codex_parity_sidecar::events;
+use serde_json::{Value, json};
+
+use super::expect_requests;
+use crate::capabilities::Capabilities;
+use crate::ensure_eq;
+use crate::scenario::{Ctx, Scenario, always};
+use crate::turn::{TurnOptions, run_turn, text};
+use crate::world::WorldOptions;
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    let s = |name, id, summary, run| Scenario {
+        name,
+        id,
+        summary,
+        applies: always,
+        run,
+        timeout: Duration::from_secs(60),
+    };
+    vec![
+        s(
+            "turn_lifecycle_shape",
+            "E2",
+            "turn/start result, notification order, turn/completed shape",
+            |c| Box::pin(lifecycle_shape(c)),
+        ),
+        s(
+            "run_result_empty_last_message",
+            "E3",
+            "an empty last message is the final response",
+            |c| Box::pin(empty_last_message(c)),
+        ),
+        s(
+            "run_result_failed_turn",
+            "E3",
+            "a failed response fails the turn after one request",
+            |c| Box::pin(failed_turn(c)),
+        ),
+        Scenario {
+            applies: needs_ephemeral,
+            ..s(
+                "ephemeral_thread",
+                "E15",
+                "an ephemeral thread runs a turn and leaves no rollout",
+                |c| Box::pin(ephemeral(c)),
+            )
+        },
+    ]
+}
+
+fn needs_ephemeral(caps: &Capabilities) -> Result<(), String> {
+    if caps.has_field("ThreadStartParams", "ephemeral") {
+        Ok(())
+    } else {
+        Err("ThreadStartParams has no ephemeral".into())
+    }
+}
+
+async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world
+        .script(vec![Scripted::sse(
+            codex_parity_sidecar::bodies::assistant_reply("resp-1", "shaped"),
+        )])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("shape please")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    let start = &turn.start_result["turn"];
+    ensure_eq!(
+        start["status"],
+        json!("inProgress"),
+        "turn/start result status"
+    );
+    ensure_eq!(start["items"], json!([]), "turn/start result items");
+    if let Some(view) = start.get("itemsView") {
+        ensure_eq!(
+            view.clone(),
+            json!("notLoaded"),
+            "turn/start result itemsView"
+        );
+    }
+    // The order of the lifecycle notifications (others may interleave).
+    let kind = |m: &crate::app_server::Inbound| -> Option<String> {
+        let item = m.params()["item"]["type"].as_str().unwrap_or("");
+        match m.method() {
+            "turn/started" | "thread/tokenUsage/updated" | "turn/completed" => {
+                Some(m.method().to_string())
+            }
+            "item/started" | "item/completed"
+                if item == "userMessage" || item == "agentMessage" =>
+            {
+                Some(format!("{} {item}", m.method()))
+            }
+            "thread/status/changed" => Some(format!(
+                "status {}",
+                m.params()["status"]["type"].as_str().unwrap_or("")
+            )),
+            _ => None,
+        }
+    };
+    let got: Vec<String> = app
+        .messages()
+        .iter()
+        .filter(|m| m.thread_id() == Some(thread.as_str()))
+        .filter_map(kind)
+        .collect();
+    let mut want = vec![
+        "turn/started",
+        "item/started userMessage",
+        "item/completed userMessage",
+        "item/started agentMessage",
+        "item/completed agentMessage",
+        "thread/tokenUsage/updated",
+        "turn/completed",
+    ];
+    if ctx.caps.notifications.contains("thread/status/changed") {
+        want.insert(0, "status active");
+        want.insert(want.len() - 1, "status idle");
+    }
+    ensure_eq!(
+        got,
+        want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        "lifecycle notification order"
+    );
+    let done = &turn.completed;
+    ensure_eq!(done["status"], json!("completed"), "turn/completed status");
+    ensure_eq!(done["error"], Value::Null, "turn/completed error");
+    for key in ["startedAt", "completedAt"] {
+        ensure!(
+            done[key].is_i64() || done[key].is_u64(),
+            "turn/completed {key} is not an integer: {}",
+            done[key]
+        );
+    }
+    if let Some(ms) = done.get("durationMs").filter(|v| !v.is_null()) {
+        ensure!(ms.as_i64().is_some_and(|v| v >= 0), "durationMs: {ms}");
+    }
+    // Versions differ here: `[]` with notLoaded, or a summary holding the final message.
+    match done.get("itemsView").and_then(Value::as_str) {
+        Some("summary") => {
+            let texts: Vec<&str> = done["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i["type"] == "agentMessage")
+                .filter_map(|i| i["text"].as_str())
+                .collect();
+            ensure_eq!(texts, vec!["shaped"], "turn/completed summary items");
+        }
+        _ => ensure_eq!(
+            done["items"],
+            json!([]),
+            "turn/completed items without a summary"
+        ),
+    }
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world
+        .script(vec![Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::assistant_message("m1", "First"),
+            events::assistant_message("m2", ""),
+            events::completed("resp-1"),
+        ])])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("empty last")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.agent_messages(),
+        vec![("m1", "First", None), ("m2", "", None)],
+        "agent messages"
+    );
+    ensure_eq!(turn.final_response(), "", "final response");
+    ensure_eq!(turn.chunks(), vec!["First".to_string()], "chunks");
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world
+        .script(vec![Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::failed("resp-1", "server_error", "boom from mock model"),
+        ])])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("fail please")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.status.as_str(), "failed", "turn status");
+    ensure!(
+        turn.error_message().contains("boom from mock model"),
+        "turn.error.message: {:?}",
+        turn.error
+    );
+    ensure!(
+        turn.retry_progress().is_empty(),
+        "retry progress with retries off: {:?}",
+        turn.retry_progress()
+    );
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world
+        .script(vec![Scripted::sse(
+            codex_parity_sidecar::bodies::assistant_reply("resp-1", "fleeting"),
+        )])
+        .await?;
+    let app = world.start().await?;
+    let (thread, started) = world.start_thread(&app, json!({"ephemeral": true})).await?;
+    ensure_eq!(
+        started["thread"]["ephemeral"],
+        json!(true),
+        "thread.ephemeral"
+    );
+    ensure_eq!(started["thread"]["path"], Value::Null, "thread.path");
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("remember nothing")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(turn.final_response(), "fleeting", "final response");
+    expect_requests(&world, 1).await?;
+    app.shutdown(Duration::from_secs(3)).await;
+    let rollouts = rollout_files(&world.home.join("sessions"));
+    ensure!(
+        rollouts.is_empty(),
+        "an ephemeral thread wrote rollouts: {rollouts:?}"
+    );
+    let again = world.start().await?;
+    let err = again
+        .call("thread/resume", json!({"threadId": thread}))
+        .await
+        .err()
+        .context("resuming an ephemeral thread from a new process succeeded")?;
+    let message = err
+        .rpc()
+        .map(|e| e.message.clone())
+        .unwrap_or_else(|| err.to_string());
+    ensure!(
+        message.contains("no rollout found for thread id"),
+        "resume error: {message}"
+    );
+    world.finish().await
+}
+
+/// Every `rollout-*.jsonl` below `dir`.
+pub fn rollout_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-"))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

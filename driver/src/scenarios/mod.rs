@@ -1,0 +1,35 @@
+//! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A),
+//! `lifecycle` (E2, E3, E15) and `protocol` (E16).
+
+pub mod executor;
+pub mod lifecycle;
+pub mod protocol;
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use codex_parity_sidecar::captured::CapturedRequest;
+
+use crate::world::World;
+
+/// Exactly `n` model requests were captured (waits briefly for them to arrive).
+pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
+    let requests = world
+        .sidecar
+        .requests(n, Duration::from_millis(2000))
+        .await
+        .context("reading captured requests")?;
+    if requests.len() != n {
+        bail!(
+            "expected exactly {n} model request(s), the sidecar captured {}",
+            requests.len()
+        );
+    }
+    Ok(requests)
+}
+
+/// The header `name` of a captured request, or an error naming it.
+pub fn header<'a>(r: &'a CapturedRequest, name: &str) -> anyhow::Result<&'a str> {
+    r.header(name)
+        .with_context(|| format!("request #{} has no {name} header", r.index))
+}

@@ -1,0 +1,228 @@
+//! Protocol basics and inventory (E16): handshake errors, the runtime method list against
+//! the schema, notification opt-out, and the hermetic check.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context, bail, ensure};
+use codex_parity_sidecar::{Scripted, bodies};
+use serde_json::json;
+
+use super::expect_requests;
+use crate::app_server::AppServer;
+use crate::ensure_eq;
+use crate::scenario::{Ctx, Scenario, always};
+use crate::turn::{TurnOptions, run_turn, text};
+use crate::world::WorldOptions;
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    let s = |name, id, summary, run| Scenario {
+        name,
+        id,
+        summary,
+        applies: always,
+        run,
+        timeout: Duration::from_secs(60),
+    };
+    vec![
+        s(
+            "protocol_handshake_errors",
+            "E16",
+            "requests before initialize, a second initialize, a non-JSON line",
+            |c| Box::pin(handshake_errors(c)),
+        ),
+        s(
+            "protocol_method_inventory",
+            "E16",
+            "an unknown method lists exactly the schema's client requests",
+            |c| Box::pin(method_inventory(c)),
+        ),
+        s(
+            "protocol_opt_out_notifications",
+            "E16",
+            "optOutNotificationMethods suppresses the noise",
+            |c| Box::pin(opt_out(c)),
+        ),
+        s(
+            "hermetic_no_network_escape",
+            "E16",
+            "no connection leaves the machine during start-up, a turn and idle",
+            |c| Box::pin(hermetic(c)),
+        ),
+    ]
+}
+
+fn rpc_message(
+    result: Result<serde_json::Value, crate::app_server::CallError>,
+    what: &str,
+) -> anyhow::Result<(i64, String)> {
+    match result {
+        Ok(v) => bail!("{what} succeeded: {v}"),
+        Err(e) => {
+            let rpc = e.rpc().with_context(|| format!("{what}: {e}"))?;
+            Ok((rpc.code, rpc.message.clone()))
+        }
+    }
+}
+
+async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let app = world.spawn()?;
+    let (code, message) = rpc_message(
+        app.call("thread/list", json!({})).await,
+        "a request before initialize",
+    )?;
+    ensure_eq!(code, -32600, "error code before initialize");
+    ensure_eq!(
+        message.as_str(),
+        "Not initialized",
+        "error before initialize"
+    );
+    app.initialize(true).await.context("initialize")?;
+    let (code, message) = rpc_message(app.initialize(true).await, "a second initialize")?;
+    ensure_eq!(code, -32600, "error code of a second initialize");
+    ensure_eq!(
+        message.as_str(),
+        "Already initialized",
+        "error of a second initialize"
+    );
+    app.send_raw("this line is not JSON")?;
+    app.call("thread/list", json!({}))
+        .await
+        .context("the request after a non-JSON line")?;
+    ensure!(
+        app.exit_status().is_none(),
+        "codex exited after a non-JSON line"
+    );
+    expect_requests(&world, 0).await?;
+    world.finish().await
+}
+
+/// The methods named in codex's "unknown variant" error: everything in backticks after
+/// "expected one of".
+pub fn methods_in_error(message: &str) -> BTreeSet<String> {
+    let Some((_, list)) = message.split_once("expected one of") else {
+        return BTreeSet::new();
+    };
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+async fn method_inventory(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let app = world.start().await?;
+    let (code, message) = rpc_message(
+        app.call("bogus/method", json!({})).await,
+        "an unknown method",
+    )?;
+    ensure_eq!(code, -32600, "error code of an unknown method");
+    ensure!(
+        message.contains("bogus/method"),
+        "the error does not name the method: {message}"
+    );
+    let runtime = methods_in_error(&message);
+    ensure!(!runtime.is_empty(), "the error lists no methods: {message}");
+    // Every client request of the schema is accepted at runtime. The runtime may accept
+    // more (legacy v1 methods that the v2 schema no longer describes): those are listed on
+    // stderr, not failed.
+    let schema = &ctx.caps.client_methods;
+    let only_schema: Vec<&String> = schema.difference(&runtime).collect();
+    ensure!(
+        only_schema.is_empty(),
+        "schema client requests that codex rejects at runtime: {only_schema:?}"
+    );
+    let only_runtime: Vec<&String> = runtime.difference(schema).collect();
+    if !only_runtime.is_empty() {
+        eprintln!(
+            "{}: methods accepted at runtime but absent from the schema: {only_runtime:?}",
+            ctx.binary.label()
+        );
+    }
+    world.finish().await
+}
+
+async fn initialize_with(app: &AppServer, opt_out: &[&str]) -> anyhow::Result<()> {
+    app.call(
+        "initialize",
+        json!({
+            "clientInfo": {"name": "codex-parity", "title": "codex-parity", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": {"experimentalApi": true, "optOutNotificationMethods": opt_out},
+        }),
+    )
+    .await
+    .context("initialize")?;
+    app.notify("initialized", serde_json::Value::Null)
+}
+
+async fn opt_out(ctx: &Ctx) -> anyhow::Result<()> {
+    let noisy = "remoteControl/status/changed";
+    if !ctx.caps.notifications.contains(noisy) {
+        bail!("this codex has no {noisy} notification to opt out of");
+    }
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let plain = world.spawn()?;
+    initialize_with(&plain, &[]).await?;
+    plain
+        .wait_notification(0, noisy, Duration::from_secs(5), |_| true)
+        .await
+        .context("control: without opt-out the notification must arrive")?;
+    let quiet = world.spawn()?;
+    initialize_with(&quiet, &["configWarning", noisy]).await?;
+    // The control arrived well within this window on the plain connection.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let leaked: Vec<String> = quiet
+        .messages()
+        .iter()
+        .filter(|m| m.is(noisy) || m.is("configWarning"))
+        .map(|m| m.method().to_string())
+        .collect();
+    ensure!(
+        leaked.is_empty(),
+        "opted-out notifications arrived: {leaked:?}"
+    );
+    world.finish().await
+}
+
+async fn hermetic(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world
+        .script(vec![Scripted::sse(bodies::assistant_reply(
+            "resp-1", "sealed",
+        ))])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("stay local")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.final_response(), "sealed", "final response");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = world.proxy.attempts();
+    ensure!(
+        attempts.is_empty(),
+        "connection attempts through the proxy: {attempts:?}"
+    );
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_method_list_from_the_error() {
+        let m = "Invalid request: unknown variant `bogus/method`, expected one of `initialize`, `thread/start`";
+        let got: Vec<String> = methods_in_error(m).into_iter().collect();
+        assert_eq!(got, vec!["initialize", "thread/start"]);
+        assert!(methods_in_error("something else").is_empty());
+    }
+}

@@ -1,0 +1,332 @@
+//! One scenario's isolated world: a fresh sidecar, a fresh `CODEX_HOME` with the mock
+//! provider's `config.toml`, a fresh workspace, a recording proxy, and the `codex
+//! app-server` processes started in it. [`World::finish`] runs the checks every scenario
+//! ends with (all scripts served, nothing unscripted, tool calls paired, no escape, one
+//! `turn/completed` per turn, no unexpected turn).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use codex_parity_sidecar::Scripted;
+
+use crate::app_server::{AppServer, AppServerCommand};
+use crate::binaries::CodexBinary;
+use crate::proxy::RecordingProxy;
+use crate::sidecar::{Sidecar, SidecarLauncher};
+
+/// The API key codex sends to the mock (`authorization: Bearer ...`).
+pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
+
+/// The model configured for the mock provider.
+pub const MOCK_MODEL: &str = "mock-model";
+
+/// How a world's codex is configured (`parity-scenarios.md` §0.1 by default).
+#[derive(Debug, Clone)]
+pub struct WorldOptions {
+    /// `request_max_retries` of the provider (HTTP level).
+    pub request_max_retries: u32,
+    /// `stream_max_retries` of the provider (turn level).
+    pub stream_max_retries: u32,
+    /// `stream_idle_timeout_ms` of the provider.
+    pub stream_idle_timeout_ms: u64,
+    /// `approval_policy`.
+    pub approval_policy: String,
+    /// `sandbox_mode`.
+    pub sandbox_mode: String,
+    /// Extra arguments after `app-server --disable plugins` (e.g. `--enable goals`).
+    pub extra_args: Vec<String>,
+    /// Extra top-level `config.toml` lines.
+    pub extra_config: Vec<String>,
+    /// `initialize.capabilities.experimentalApi`.
+    pub experimental_api: bool,
+    /// Turns codex may start by itself (goal continuations): no "unexpected turn" failure.
+    pub allow_autonomous_turns: bool,
+}
+
+impl Default for WorldOptions {
+    fn default() -> Self {
+        WorldOptions {
+            request_max_retries: 0,
+            stream_max_retries: 0,
+            stream_idle_timeout_ms: 10_000,
+            approval_policy: "never".into(),
+            sandbox_mode: "danger-full-access".into(),
+            extra_args: Vec::new(),
+            extra_config: Vec::new(),
+            experimental_api: true,
+            allow_autonomous_turns: false,
+        }
+    }
+}
+
+/// Settings shared by every scenario of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How to start a sidecar.
+    pub sidecar: SidecarLauncher,
+    /// Keep the temporary directories (and say where they are).
+    pub keep: bool,
+}
+
+/// A scenario's world. Dropping it kills its processes and removes its directory
+/// (unless `keep`).
+pub struct World {
+    dir: Option<tempfile::TempDir>,
+    root: PathBuf,
+    /// `CODEX_HOME`.
+    pub home: PathBuf,
+    /// The workspace codex runs in (its cwd).
+    pub workspace: PathBuf,
+    /// The sidecar serving this world.
+    pub sidecar: Sidecar,
+    /// The recording proxy codex is pointed at.
+    pub proxy: RecordingProxy,
+    /// The codex binary.
+    pub binary: CodexBinary,
+    /// The options it was made with.
+    pub options: WorldOptions,
+    servers: Vec<Arc<AppServer>>,
+    finished: Arc<AtomicUsize>,
+}
+
+impl World {
+    /// Makes the directories, starts the sidecar and the proxy, writes `config.toml`.
+    pub async fn new(
+        binary: &CodexBinary,
+        settings: &Settings,
+        options: WorldOptions,
+        finished: Arc<AtomicUsize>,
+    ) -> anyhow::Result<World> {
+        let dir = tempfile::Builder::new()
+            .prefix("codex-parity-")
+            .tempdir()
+            .context("creating the scenario's temporary directory")?;
+        let root = dir
+            .path()
+            .canonicalize()
+            .context("resolving the temporary directory")?;
+        let home = root.join("codex-home");
+        let workspace = root.join("workspace");
+        for d in [&home, &workspace, &root.join("user-home")] {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let sidecar = Sidecar::start(&settings.sidecar).await?;
+        let proxy = RecordingProxy::start().await?;
+        let world = World {
+            dir: if settings.keep { None } else { Some(dir) },
+            root,
+            home,
+            workspace,
+            sidecar,
+            proxy,
+            binary: binary.clone(),
+            options,
+            servers: Vec::new(),
+            finished,
+        };
+        world.write_config(&world.home)?;
+        if settings.keep {
+            eprintln!("codex-parity: keeping {}", world.root.display());
+        }
+        Ok(world)
+    }
+
+    /// The world's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Writes the mock provider's `config.toml` into `home`.
+    pub fn write_config(&self, home: &Path) -> anyhow::Result<()> {
+        let o = &self.options;
+        let mut text = format!(
+            "model = \"{MOCK_MODEL}\"\nmodel_provider = \"mock\"\napproval_policy = \"{}\"\nsandbox_mode = \"{}\"\n",
+            o.approval_policy, o.sandbox_mode
+        );
+        for line in &o.extra_config {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "\n[model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
+            self.sidecar.base_url(),
+            o.request_max_retries,
+            o.stream_max_retries,
+            o.stream_idle_timeout_ms
+        ));
+        std::fs::create_dir_all(home).with_context(|| format!("creating {}", home.display()))?;
+        let path = home.join("config.toml");
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The command that starts `codex app-server` in this world: cleaned environment (no
+    /// `OPENAI_*` or `CODEX_*` of the caller), `HOME` inside the world, the proxy set.
+    pub fn command(&self, home: &Path, cwd: &Path) -> AppServerCommand {
+        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        if let Some(path) = std::env::var_os("PATH") {
+            env.push(("PATH".into(), path));
+        }
+        env.push(("HOME".into(), self.root.join("user-home").into()));
+        env.push(("CODEX_HOME".into(), home.into()));
+        env.push(("MOCK_API_KEY".into(), MOCK_API_KEY.into()));
+        env.push(("RUST_LOG".into(), "warn".into()));
+        env.push(("LANG".into(), "C.UTF-8".into()));
+        for var in [
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "ALL_PROXY",
+            "https_proxy",
+            "http_proxy",
+            "all_proxy",
+        ] {
+            env.push((var.into(), self.proxy.url().into()));
+        }
+        for var in ["NO_PROXY", "no_proxy"] {
+            env.push((var.into(), "127.0.0.1,localhost".into()));
+        }
+        let mut args = vec!["--disable".to_string(), "plugins".to_string()];
+        args.extend(self.options.extra_args.iter().cloned());
+        AppServerCommand {
+            program: self.binary.path.clone(),
+            args,
+            env,
+            cwd: cwd.to_path_buf(),
+            label: self.binary.label(),
+        }
+    }
+
+    /// Starts an app-server in the world's home and workspace, without `initialize`.
+    pub fn spawn(&mut self) -> anyhow::Result<Arc<AppServer>> {
+        let (home, cwd) = (self.home.clone(), self.workspace.clone());
+        self.spawn_in(&home, &cwd)
+    }
+
+    /// Starts an app-server with another home or cwd (e.g. a resume in a cloned home).
+    pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
+        let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
+        self.servers.push(server.clone());
+        Ok(server)
+    }
+
+    /// Starts an app-server and runs the `initialize` handshake.
+    pub async fn start(&mut self) -> anyhow::Result<Arc<AppServer>> {
+        let server = self.spawn()?;
+        server
+            .initialize(self.options.experimental_api)
+            .await
+            .context("initialize")?;
+        Ok(server)
+    }
+
+    /// `thread/start` in the workspace with extra params; returns the thread id and result.
+    pub async fn start_thread(
+        &self,
+        server: &AppServer,
+        mut params: serde_json::Value,
+    ) -> anyhow::Result<(String, serde_json::Value)> {
+        if let Some(obj) = params.as_object_mut() {
+            obj.entry("cwd")
+                .or_insert_with(|| self.workspace.display().to_string().into());
+        }
+        let result = server.call("thread/start", params).await?;
+        let id = result
+            .pointer("/thread/id")
+            .and_then(serde_json::Value::as_str)
+            .with_context(|| format!("thread/start result without thread.id: {result}"))?
+            .to_string();
+        Ok((id, result))
+    }
+
+    /// Queues scripted responses on the sidecar.
+    pub async fn script(&self, responses: Vec<Scripted>) -> anyhow::Result<()> {
+        self.sidecar.enqueue(&responses).await.map(|_| ())
+    }
+
+    /// The checks every scenario ends with (`parity-scenarios.md` §0.4), then shuts the
+    /// world down. Fails naming everything that was wrong.
+    pub async fn finish(self) -> anyhow::Result<()> {
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        let mut problems = Vec::new();
+        let status = self.sidecar.status().await?;
+        if status.pending > 0 {
+            problems.push(format!(
+                "{} scripted response(s) never served",
+                status.pending
+            ));
+        }
+        let requests = self.sidecar.all_requests().await?;
+        for r in &requests {
+            if r.outcome == codex_parity_sidecar::captured::Outcome::Unscripted {
+                problems.push(format!(
+                    "unscripted request #{}: {} {}",
+                    r.index, r.method, r.path
+                ));
+            }
+            for v in &r.pairing_violations {
+                problems.push(format!(
+                    "request #{} breaks tool-call pairing: {v}",
+                    r.index
+                ));
+            }
+        }
+        for attempt in self.proxy.attempts() {
+            problems.push(format!("network escape through the proxy: {attempt}"));
+        }
+        for server in &self.servers {
+            problems.extend(turn_problems(server, self.options.allow_autonomous_turns));
+            for method in server.unhandled_requests() {
+                problems.push(format!("server request {method} had no handler"));
+            }
+        }
+        for server in &self.servers {
+            server.shutdown(Duration::from_secs(3)).await;
+        }
+        let report = self.sidecar.shutdown().await?;
+        if problems.is_empty() && report.exit_code != Some(0) {
+            problems.push(format!("the sidecar exited with {:?}", report.exit_code));
+        }
+        drop(self.dir);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "after-scenario checks failed:\n  - {}",
+                problems.join("\n  - ")
+            )
+        }
+    }
+}
+
+/// Every turn got exactly one `turn/completed`; no `turn/started` the client did not ask for.
+fn turn_problems(server: &AppServer, allow_autonomous: bool) -> Vec<String> {
+    let mut started = BTreeSet::new();
+    let mut completed: BTreeMap<String, usize> = BTreeMap::new();
+    for m in server.messages() {
+        let Some(turn) = m.turn_id().map(str::to_string) else {
+            continue;
+        };
+        if m.is("turn/started") {
+            started.insert(turn);
+        } else if m.is("turn/completed") {
+            *completed.entry(turn).or_default() += 1;
+        }
+    }
+    let requested: BTreeSet<String> = server.started_turns().into_iter().collect();
+    let mut problems = Vec::new();
+    for turn in &started {
+        match completed.get(turn).copied().unwrap_or(0) {
+            1 => {}
+            0 => problems.push(format!("turn {turn} never completed")),
+            n => problems.push(format!("turn {turn} completed {n} times")),
+        }
+        if !allow_autonomous && !requested.contains(turn) {
+            problems.push(format!("turn {turn} started without turn/start"));
+        }
+    }
+    problems
+}
