@@ -1,0 +1,202 @@
+//! The app-server client against fake servers (small shell scripts), never as evidence of
+//! parity: correlation, server requests, crashes, hangs, and no process left behind.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use codex_parity::app_server::{AppServer, AppServerCommand, CallError};
+use codex_parity::message::RpcError;
+use serde_json::json;
+
+/// Writes an executable fake `codex` whose `app-server` runs `body` (bash).
+fn fake(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("codex");
+    std::fs::write(&path, format!("#!/bin/bash\nshift\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn command(program: PathBuf, dir: &Path) -> AppServerCommand {
+    AppServerCommand {
+        program,
+        args: vec![],
+        env: vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())],
+        cwd: dir.to_path_buf(),
+        label: "codex-fake".into(),
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.contains(") Z "),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn answers_are_matched_to_calls_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(
+        dir.path(),
+        r#"read a; read b
+echo '{"id":2,"result":"two"}'
+echo '{"id":1,"result":"one"}'
+sleep 5"#,
+    );
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let (one, two) = tokio::join!(app.call("first", json!({})), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        app.call("second", json!({})).await
+    });
+    assert_eq!(one.unwrap(), json!("one"));
+    assert_eq!(two.unwrap(), json!("two"));
+}
+
+#[tokio::test]
+async fn rpc_errors_carry_code_and_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(
+        dir.path(),
+        r#"read a; echo '{"id":1,"error":{"code":-32600,"message":"Not initialized"}}'; sleep 5"#,
+    );
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let err = app.call("thread/start", json!({})).await.unwrap_err();
+    let rpc = err.rpc().expect("an rpc error");
+    assert_eq!(
+        (rpc.code, rpc.message.as_str()),
+        (-32600, "Not initialized")
+    );
+    assert!(err.to_string().contains("thread/start"), "{err}");
+}
+
+#[tokio::test]
+async fn server_requests_go_to_handlers_and_unhandled_ones_get_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(
+        dir.path(),
+        r#"echo '{"id":0,"method":"item/tool/call","params":{"tool":"calc"}}'
+read reply; echo "{\"method\":\"echo\",\"params\":$reply}"
+echo '{"id":1,"method":"item/commandExecution/requestApproval","params":{}}'
+read reply; echo "{\"method\":\"echo\",\"params\":$reply}"
+sleep 5"#,
+    );
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    app.handle("item/tool/call", |params| {
+        if params["tool"] == "calc" {
+            Ok(json!({"contentItems": [], "success": true}))
+        } else {
+            Err(RpcError {
+                code: 1,
+                message: "wrong tool".into(),
+                data: None,
+            })
+        }
+    });
+    let first = app
+        .wait_notification(0, "echo", Duration::from_secs(5), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(first.params()["id"], 0);
+    assert_eq!(first.params()["result"]["success"], true);
+    let second = app
+        .wait_notification(first.index + 1, "echo", Duration::from_secs(5), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(second.params()["id"], 1);
+    let message = second.params()["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no handler"), "{message}");
+    assert_eq!(
+        app.unhandled_requests(),
+        vec!["item/commandExecution/requestApproval"]
+    );
+    let methods: Vec<String> = app
+        .messages()
+        .iter()
+        .map(|m| m.method().to_string())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "item/tool/call",
+            "echo",
+            "item/commandExecution/requestApproval",
+            "echo"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_codex_that_exits_gives_an_error_with_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(dir.path(), "echo 'fatal: config is broken' >&2; exit 7");
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let started = std::time::Instant::now();
+    let err = app.call("initialize", json!({})).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    let text = err.to_string();
+    assert!(matches!(err, CallError::Exited { .. }), "{text}");
+    assert!(
+        text.contains("initialize") && text.contains("config is broken") && text.contains('7'),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_codex_that_hangs_times_out_with_method_timeout_and_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(dir.path(), "echo 'warming up' >&2; exec sleep 60");
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let err = app
+        .call_with_timeout("initialize", json!({}), Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CallError::Timeout { .. }), "{text}");
+    assert!(
+        text.contains("initialize") && text.contains("300ms") && text.contains("warming up"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_binary_that_is_not_executable_is_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codex");
+    std::fs::write(&path, "not a program").unwrap();
+    let err = AppServer::spawn(&command(path.clone(), dir.path()))
+        .err()
+        .expect("spawn must fail");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_client_kills_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(dir.path(), "exec sleep 60");
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let pid = app.pid().unwrap();
+    assert!(alive(pid));
+    drop(app);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "process {pid} survived the client");
+}
+
+#[tokio::test]
+async fn shutdown_closes_stdin_and_reports_the_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = fake(dir.path(), "cat > /dev/null; exit 0");
+    let app = AppServer::spawn(&command(program, dir.path())).unwrap();
+    let status = app.shutdown(Duration::from_secs(5)).await;
+    assert!(status.contains("exit status: 0"), "{status}");
+}
