@@ -15,7 +15,47 @@ use codex_parity::runner;
 use codex_parity::scenario::{self, Outcome};
 use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::world::Settings;
+use codex_parity::scenario::{BoxFuture, Ctx};
+use codex_parity::turn::{TurnOptions, run_turn, text};
+use codex_parity::world::WorldOptions;
+use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::json;
+
+/// Checks of the harness itself on the real codex: the after-scenario checks must catch
+/// what a scenario leaves wrong.
+type SelfCheck = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+
+const SELF_CHECKS: [(&str, SelfCheck); 2] = [
+    ("harness_reports_unconsumed_script", |c| Box::pin(unconsumed_script(c))),
+    ("harness_reports_unscripted_request", |c| Box::pin(unscripted_request(c))),
+];
+
+/// Runs one plain turn in a world with `script`, then returns what `finish` said.
+async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Result<String> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world.script(script).await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    run_turn(&app, &thread, vec![text("one turn")], &TurnOptions::default()).await?;
+    match world.finish().await {
+        Ok(()) => anyhow::bail!("the after-scenario checks passed a broken world"),
+        Err(e) => Ok(format!("{e:#}")),
+    }
+}
+
+async fn unconsumed_script(ctx: &Ctx) -> anyhow::Result<()> {
+    let reply = |t| Scripted::sse(bodies::assistant_reply("resp-1", t));
+    let error = finish_after_one_turn(ctx, vec![reply("served"), reply("never served")]).await?;
+    anyhow::ensure!(error.contains("1 scripted response(s) never served"), "wrong report: {error}");
+    Ok(())
+}
+
+async fn unscripted_request(ctx: &Ctx) -> anyhow::Result<()> {
+    let error = finish_after_one_turn(ctx, vec![]).await?;
+    anyhow::ensure!(error.contains("unscripted request #0: POST /v1/responses"), "wrong report: {error}");
+    Ok(())
+}
 
 /// Takes `--codex-bin PATH` / `--codex-bin=PATH` out of the arguments.
 fn split_args(args: impl Iterator<Item = OsString>) -> (Vec<PathBuf>, Vec<OsString>) {
@@ -95,6 +135,19 @@ fn main() -> ExitCode {
             .with_kind(s.id)
             .with_ignored_flag(na.is_some());
             trials.push(trial);
+        }
+    }
+    for target in &targets {
+        for (name, check) in SELF_CHECKS {
+            let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
+            let name = format!("{name}[{}]", target.binary.label());
+            trials.push(
+                Trial::test(name, move || {
+                    let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
+                    handle.block_on(check(&ctx)).map_err(|e| Failed::from(format!("{e:#}")))
+                })
+                .with_kind("self"),
+            );
         }
     }
     for line in &not_applicable {
