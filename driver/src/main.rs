@@ -47,6 +47,16 @@ enum Command {
     },
     /// List the scenarios with their catalogue ids.
     List,
+    /// Measure our per-scenario overhead against codex's start-up, and the suite's wall time.
+    ///
+    /// Example: codex-parity bench --runs 10 --codex-version 0.171.0
+    Bench {
+        /// Empty worlds to measure (median reported).
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
     Sidecar {
@@ -67,7 +77,8 @@ struct RunArgs {
     /// Test the whole comparison set of fixtures/codex-versions.json.
     #[arg(long)]
     compare: bool,
-    /// Run only scenarios whose name or id contains this text.
+    /// Run only scenarios whose name contains this text or whose id starts with it
+    /// (`--filter A` runs group A, `--filter E16` the protocol scenarios).
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
     /// Scenarios run at once (default: the number of cores).
@@ -95,6 +106,7 @@ fn main() -> ExitCode {
         }
         Command::Install { versions } => with_runtime(install_versions(versions)),
         Command::Run(args) => with_runtime(run(args)),
+        Command::Bench { runs, run } => with_runtime(bench(runs, run)),
     }
 }
 
@@ -154,7 +166,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let targets = runner::prepare(binaries).await?;
     let mut scenarios = scenario::registry();
     if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id == f);
+        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
         if scenarios.is_empty() {
             anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
         }
@@ -264,4 +276,26 @@ fn print_matrix(records: &[Record], labels: &[String]) {
             Outcome::Passed => {}
         }
     }
+}
+
+async fn bench(runs: usize, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let settings = Settings {
+        sidecar: SidecarLauncher::current_exe()?,
+        keep: false,
+    };
+    for binary in binaries_for(&args).await? {
+        let o = codex_parity::bench::overhead(&binary, &settings, runs).await?;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "{}: median over {runs} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
+            binary.label(),
+            ms(codex_parity::bench::median(&o.world_setup)),
+            ms(codex_parity::bench::median(&o.teardown)),
+            ms(codex_parity::bench::median(&o.codex_start)),
+        );
+    }
+    let started = std::time::Instant::now();
+    let code = run(args).await?;
+    println!("suite wall time: {:.1} s", started.elapsed().as_secs_f64());
+    Ok(code)
 }

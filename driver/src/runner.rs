@@ -52,7 +52,8 @@ pub struct Record {
 }
 
 /// Runs every scenario on every target, at most `jobs` at once; calls `on_done` as each
-/// finishes. Records come back in (target, scenario) order.
+/// finishes. The slowest-bounded scenarios start first (the wall time is then close to the
+/// longest one); records come back in (target, scenario) order.
 pub async fn run_all(
     targets: &[Target],
     scenarios: &[Scenario],
@@ -61,12 +62,19 @@ pub async fn run_all(
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
     let limit = Arc::new(Semaphore::new(jobs.max(1)));
-    let mut handles = Vec::new();
+    let mut order: Vec<(usize, &Target, &Scenario)> = Vec::new();
     for target in targets {
         for scenario in scenarios {
+            order.push((order.len(), target, scenario));
+        }
+    }
+    order.sort_by_key(|(i, _, s)| (std::cmp::Reverse(s.timeout), *i));
+    let mut handles = Vec::new();
+    for (position, target, scenario) in order {
+        {
             let (target, scenario, settings) = (target.clone(), *scenario, settings.clone());
             let (limit, on_done) = (limit.clone(), on_done.clone());
-            let key = (scenario.name, scenario.id, target.binary.label());
+            let key = (position, scenario.name, scenario.id, target.binary.label());
             handles.push((
                 key,
                 tokio::spawn(async move {
@@ -88,7 +96,8 @@ pub async fn run_all(
         }
     }
     let mut records = Vec::new();
-    for ((scenario, id, label), handle) in handles {
+    handles.sort_by_key(|((position, ..), _)| *position);
+    for ((_, scenario, id, label), handle) in handles {
         let record = match handle.await {
             Ok(record) => record,
             Err(e) => {
