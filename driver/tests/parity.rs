@@ -13,10 +13,10 @@ use codex_parity::binaries;
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner;
 use codex_parity::scenario::{self, Outcome};
-use codex_parity::sidecar::SidecarLauncher;
-use codex_parity::world::Settings;
 use codex_parity::scenario::{BoxFuture, Ctx};
+use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::turn::{TurnOptions, run_turn, text};
+use codex_parity::world::Settings;
 use codex_parity::world::WorldOptions;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -27,8 +27,12 @@ use serde_json::json;
 type SelfCheck = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
 
 const SELF_CHECKS: [(&str, SelfCheck); 2] = [
-    ("harness_reports_unconsumed_script", |c| Box::pin(unconsumed_script(c))),
-    ("harness_reports_unscripted_request", |c| Box::pin(unscripted_request(c))),
+    ("harness_reports_unconsumed_script", |c| {
+        Box::pin(unconsumed_script(c))
+    }),
+    ("harness_reports_unscripted_request", |c| {
+        Box::pin(unscripted_request(c))
+    }),
 ];
 
 /// Runs one plain turn in a world with `script`, then returns what `finish` said.
@@ -37,7 +41,13 @@ async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Resu
     world.script(script).await?;
     let app = world.start().await?;
     let (thread, _) = world.start_thread(&app, json!({})).await?;
-    run_turn(&app, &thread, vec![text("one turn")], &TurnOptions::default()).await?;
+    run_turn(
+        &app,
+        &thread,
+        vec![text("one turn")],
+        &TurnOptions::default(),
+    )
+    .await?;
     match world.finish().await {
         Ok(()) => anyhow::bail!("the after-scenario checks passed a broken world"),
         Err(e) => Ok(format!("{e:#}")),
@@ -47,13 +57,19 @@ async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Resu
 async fn unconsumed_script(ctx: &Ctx) -> anyhow::Result<()> {
     let reply = |t| Scripted::sse(bodies::assistant_reply("resp-1", t));
     let error = finish_after_one_turn(ctx, vec![reply("served"), reply("never served")]).await?;
-    anyhow::ensure!(error.contains("1 scripted response(s) never served"), "wrong report: {error}");
+    anyhow::ensure!(
+        error.contains("1 scripted response(s) never served"),
+        "wrong report: {error}"
+    );
     Ok(())
 }
 
 async fn unscripted_request(ctx: &Ctx) -> anyhow::Result<()> {
     let error = finish_after_one_turn(ctx, vec![]).await?;
-    anyhow::ensure!(error.contains("unscripted request #0: POST /v1/responses"), "wrong report: {error}");
+    anyhow::ensure!(
+        error.contains("unscripted request #0: POST /v1/responses"),
+        "wrong report: {error}"
+    );
     Ok(())
 }
 
@@ -144,7 +160,9 @@ fn main() -> ExitCode {
             trials.push(
                 Trial::test(name, move || {
                     let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
-                    handle.block_on(check(&ctx)).map_err(|e| Failed::from(format!("{e:#}")))
+                    handle
+                        .block_on(check(&ctx))
+                        .map_err(|e| Failed::from(format!("{e:#}")))
                 })
                 .with_kind("self"),
             );
