@@ -16,6 +16,7 @@ pub mod capabilities;
 pub mod install;
 pub mod message;
 pub mod proxy;
+pub mod requests;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
