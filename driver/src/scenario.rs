@@ -124,6 +124,10 @@ pub async fn run_scenario(
 pub fn registry() -> Vec<Scenario> {
     let mut all = Vec::new();
     all.extend(crate::scenarios::executor::scenarios());
+    // Group B (`scenarios::goal`) is not registered yet: on 0.171.0 the goal continuation
+    // injects a `goal_objective` function_call_output without a call_id (a pairing
+    // violation the after-scenario check fails on), and 0.131.0's continuation request
+    // has no `turn_trigger`. Both need a decision on how drift is recorded (issue 4).
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all
@@ -134,15 +138,18 @@ pub fn test_name(scenario: &Scenario, binary: &CodexBinary) -> String {
     format!("{}[{}]", scenario.name, binary.label())
 }
 
-/// Fails with `msg` unless `cond` holds.
+/// Fails with "what: expected right, got left" unless `left == right`.
 #[macro_export]
 macro_rules! ensure_eq {
-    ($left:expr, $right:expr, $($what:tt)+) => {{
-        let (l, r) = (&$left, &$right);
-        if l != r {
-            anyhow::bail!("{}: expected {:?}, got {:?}", format!($($what)+), r, l);
+    ($left:expr, $right:expr, $($what:tt)+) => {
+        match (&$left, &$right) {
+            (l, r) => {
+                if l != r {
+                    anyhow::bail!("{}: expected {:?}, got {:?}", format!($($what)+), r, l);
+                }
+            }
         }
-    }};
+    };
 }
 
 #[cfg(test)]

@@ -110,6 +110,13 @@ impl World {
             .path()
             .canonicalize()
             .context("resolving the temporary directory")?;
+        // With `keep` the directory outlives the world (and this process).
+        let dir = if settings.keep {
+            let _ = dir.keep();
+            None
+        } else {
+            Some(dir)
+        };
         let home = root.join("codex-home");
         let workspace = root.join("workspace");
         for d in [&home, &workspace, &root.join("user-home")] {
@@ -118,7 +125,7 @@ impl World {
         let sidecar = Sidecar::start(&settings.sidecar).await?;
         let proxy = RecordingProxy::start().await?;
         let world = World {
-            dir: if settings.keep { None } else { Some(dir) },
+            dir,
             root,
             home,
             workspace,

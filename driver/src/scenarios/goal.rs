@@ -1,0 +1,616 @@
+//! Group B: goal operations (`parity-scenarios.md` B1–B11). Goals differ by version: where
+//! the schema marks `thread/goal/*` experimental, the `goals` feature is off by default and
+//! is enabled with `--enable goals`; statuses come from the schema's `ThreadGoalStatus`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail, ensure};
+use codex_parity_sidecar::{Scripted, bodies, events};
+use serde_json::{Value, json};
+
+use super::expect_requests;
+use crate::app_server::AppServer;
+use crate::capabilities::Capabilities;
+use crate::ensure_eq;
+use crate::scenario::{Ctx, Scenario};
+use crate::turn::{TurnOptions, run_turn, text};
+use crate::world::{World, WorldOptions};
+
+const GOAL_METHODS: [&str; 3] = ["thread/goal/set", "thread/goal/get", "thread/goal/clear"];
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    let s = |name, id, summary, run| Scenario {
+        name,
+        id,
+        summary,
+        applies: needs_goals,
+        run,
+        timeout: Duration::from_secs(60),
+    };
+    vec![
+        s(
+            "goal_set_get_clear_round_trip",
+            "B1",
+            "set, pause, resume, get, clear twice",
+            |c| Box::pin(round_trip(c)),
+        ),
+        s(
+            "goal_set_preserves_null_token_budget",
+            "B2",
+            "an explicit null budget stays null",
+            |c| Box::pin(null_budget(c)),
+        ),
+        s(
+            "goal_budget_absent_keeps_null_clears",
+            "B3",
+            "absent keeps the budget, null clears it, 0 and -1 are refused",
+            |c| Box::pin(budget_semantics(c)),
+        ),
+        s(
+            "goal_set_preserves_budget_limited_same_objective",
+            "B4",
+            "re-setting the objective keeps budgetLimited",
+            |c| Box::pin(budget_limited_kept(c)),
+        ),
+        Scenario {
+            applies: needs_stopped_statuses,
+            ..s(
+                "goal_set_persists_resumable_stopped_statuses",
+                "B5",
+                "blocked and usageLimited persist",
+                |c| Box::pin(stopped_statuses(c)),
+            )
+        },
+        s(
+            "goal_on_thread_before_first_turn",
+            "B6",
+            "a goal can be set before the first turn",
+            |c| Box::pin(goal_first(c)),
+        ),
+        s(
+            "goal_continuation_ends_with_update_goal",
+            "B7",
+            "an active goal runs turns until update_goal completes it",
+            |c| Box::pin(continuation(c)),
+        ),
+        s(
+            "goal_refused_on_ephemeral_thread",
+            "B9",
+            "ephemeral threads refuse goals",
+            |c| Box::pin(ephemeral(c)),
+        ),
+        s(
+            "goal_paused_survives_restart",
+            "B11",
+            "a paused goal survives an app-server restart",
+            |c| Box::pin(survives_restart(c)),
+        ),
+    ]
+}
+
+/// The binary has the goal methods.
+pub fn needs_goals(caps: &Capabilities) -> Result<(), String> {
+    caps.require_methods(&GOAL_METHODS)
+}
+
+fn needs_stopped_statuses(caps: &Capabilities) -> Result<(), String> {
+    needs_goals(caps)?;
+    let missing: Vec<&str> = ["blocked", "usageLimited"]
+        .into_iter()
+        .filter(|s| !caps.enum_has("ThreadGoalStatus", s))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("ThreadGoalStatus has no {}", missing.join(", ")))
+    }
+}
+
+/// World options for goals: autonomous turns allowed, the feature enabled where it is
+/// experimental in this binary.
+fn goal_options(caps: &Capabilities) -> WorldOptions {
+    let mut options = WorldOptions {
+        allow_autonomous_turns: true,
+        ..Default::default()
+    };
+    if caps.is_experimental("thread/goal/set") {
+        options.extra_args = vec!["--enable".into(), "goals".into()];
+    }
+    options
+}
+
+/// A goal world with a bootstrapped thread (§0.6): 1 request.
+async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer>, String)> {
+    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
+    world
+        .script(vec![Scripted::sse(bodies::assistant_reply(
+            "resp-boot",
+            "thread ready",
+        ))])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("bootstrap a goal thread")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.status.as_str(), "completed", "bootstrap turn status");
+    Ok((world, app, thread))
+}
+
+/// Queues the two settle bodies (§0.5); call before the `set` that leaves the goal active.
+async fn script_settle(world: &World, n: usize) -> anyhow::Result<()> {
+    world
+        .script(vec![
+            Scripted::sse(vec![
+                events::response_created(&format!("resp-goal-{n}")),
+                events::function_call(
+                    &format!("call-goal-{n}"),
+                    "update_goal",
+                    "{\"status\":\"complete\"}",
+                ),
+                events::completed(&format!("resp-goal-{n}")),
+            ]),
+            Scripted::sse(bodies::assistant_reply(
+                &format!("resp-goal-done-{n}"),
+                "Goal complete.",
+            )),
+        ])
+        .await
+}
+
+/// Waits for the continuation turn started after `cursor` to complete with the goal
+/// `complete`, then checks that no other turn starts within 1 s. Returns the turn id.
+async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Result<String> {
+    let started = app
+        .wait_notification(cursor, "turn/started", Duration::from_secs(15), |_| true)
+        .await
+        .context("no continuation turn started after an active goal was set")?;
+    let turn = started
+        .turn_id()
+        .context("turn/started without a turn id")?
+        .to_string();
+    let done = app
+        .wait_for(
+            cursor,
+            Duration::from_secs(20),
+            "the continuation's turn/completed",
+            |m| m.is("turn/completed") && m.turn_id() == Some(turn.as_str()),
+        )
+        .await?;
+    ensure_eq!(
+        done.params()["turn"]["status"],
+        json!("completed"),
+        "continuation turn status"
+    );
+    app.wait_notification(cursor, "thread/goal/updated", Duration::from_secs(5), |p| {
+        p["goal"]["status"] == "complete"
+    })
+    .await
+    .context("the goal never became complete")?;
+    no_turn_within(app, done.index + 1, Duration::from_secs(1)).await?;
+    Ok(turn)
+}
+
+/// Fails if a `turn/started` arrives at or after `from` within `wait`.
+async fn no_turn_within(app: &AppServer, from: usize, wait: Duration) -> anyhow::Result<()> {
+    tokio::time::sleep(wait).await;
+    if let Some(m) = app
+        .messages()
+        .iter()
+        .skip(from)
+        .find(|m| m.is("turn/started"))
+    {
+        bail!("an unexpected turn started: {}", m.params());
+    }
+    Ok(())
+}
+
+fn goal(result: &Value) -> anyhow::Result<&Value> {
+    result
+        .get("goal")
+        .filter(|g| g.is_object())
+        .with_context(|| format!("no goal in {result}"))
+}
+
+fn rpc_error(
+    result: Result<Value, crate::app_server::CallError>,
+    what: &str,
+) -> anyhow::Result<String> {
+    match result {
+        Ok(v) => bail!("{what} succeeded: {v}"),
+        Err(e) => Ok(e
+            .rpc()
+            .map(|r| r.message.clone())
+            .unwrap_or_else(|| e.to_string())),
+    }
+}
+
+async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    script_settle(&world, 1).await?;
+    let cursor = app.cursor();
+    let set = app
+        .goal_set(
+            &thread,
+            json!({"objective": "Finish the migration", "tokenBudget": 40000}),
+        )
+        .await?;
+    let g = goal(&set)?;
+    ensure_eq!(g["threadId"], json!(thread), "goal.threadId");
+    ensure_eq!(
+        g["objective"],
+        json!("Finish the migration"),
+        "goal.objective"
+    );
+    ensure_eq!(g["status"], json!("active"), "goal.status");
+    ensure_eq!(g["tokenBudget"], json!(40000), "goal.tokenBudget");
+    ensure!(
+        g["tokensUsed"].is_u64(),
+        "tokensUsed is not an integer: {}",
+        g["tokensUsed"]
+    );
+    ensure!(
+        g["timeUsedSeconds"].is_number(),
+        "timeUsedSeconds is not a number"
+    );
+    for key in ["createdAt", "updatedAt"] {
+        ensure!(
+            g[key].is_u64() || g[key].is_i64(),
+            "{key} is not an integer: {}",
+            g[key]
+        );
+    }
+    let updated = app
+        .wait_notification(
+            cursor,
+            "thread/goal/updated",
+            Duration::from_secs(5),
+            |_| true,
+        )
+        .await?;
+    ensure_eq!(
+        updated.params()["threadId"],
+        json!(thread),
+        "thread/goal/updated threadId"
+    );
+    ensure_eq!(
+        updated.params()["turnId"],
+        Value::Null,
+        "thread/goal/updated turnId"
+    );
+    ensure_eq!(&updated.params()["goal"], g, "thread/goal/updated goal");
+    await_settle(&app, cursor).await?;
+
+    let cursor = app.cursor();
+    let paused = app.goal_set(&thread, json!({"status": "paused"})).await?;
+    ensure_eq!(goal(&paused)?["status"], json!("paused"), "paused status");
+    ensure_eq!(
+        goal(&paused)?["objective"],
+        json!("Finish the migration"),
+        "objective after pause"
+    );
+    ensure_eq!(
+        goal(&paused)?["tokenBudget"],
+        json!(40000),
+        "budget after pause"
+    );
+    no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
+
+    script_settle(&world, 2).await?;
+    let cursor = app.cursor();
+    let resumed = app.goal_set(&thread, json!({"status": "active"})).await?;
+    ensure_eq!(goal(&resumed)?["status"], json!("active"), "resumed status");
+    ensure_eq!(
+        goal(&resumed)?["objective"],
+        json!("Finish the migration"),
+        "objective after resume"
+    );
+    await_settle(&app, cursor).await?;
+
+    let got = app.goal_get(&thread).await?;
+    ensure_eq!(
+        goal(&got)?["objective"],
+        json!("Finish the migration"),
+        "get objective"
+    );
+    ensure_eq!(goal(&got)?["tokenBudget"], json!(40000), "get tokenBudget");
+    let cursor = app.cursor();
+    ensure_eq!(
+        app.goal_clear(&thread).await?,
+        json!({"cleared": true}),
+        "first clear"
+    );
+    app.wait_notification(cursor, "thread/goal/cleared", Duration::from_secs(5), |p| {
+        p["threadId"] == json!(thread)
+    })
+    .await?;
+    ensure_eq!(
+        app.goal_get(&thread).await?,
+        json!({"goal": null}),
+        "get after clear"
+    );
+    let cursor = app.cursor();
+    ensure_eq!(
+        app.goal_clear(&thread).await?,
+        json!({"cleared": false}),
+        "second clear"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ensure!(
+        !app.messages()
+            .iter()
+            .skip(cursor)
+            .any(|m| m.is("thread/goal/cleared")),
+        "a clear that removed nothing sent thread/goal/cleared"
+    );
+    expect_requests(&world, 5).await?;
+    world.finish().await
+}
+
+async fn null_budget(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    script_settle(&world, 1).await?;
+    let cursor = app.cursor();
+    let set = app
+        .goal_set(
+            &thread,
+            json!({"objective": "Finish the migration", "tokenBudget": null}),
+        )
+        .await?;
+    let g = goal(&set)?;
+    ensure!(
+        g.get("tokenBudget").is_some_and(Value::is_null),
+        "tokenBudget is not present and null: {g}"
+    );
+    await_settle(&app, cursor).await?;
+    let got = app.goal_get(&thread).await?;
+    ensure!(
+        goal(&got)?.get("tokenBudget").is_some_and(Value::is_null),
+        "get: tokenBudget not null: {got}"
+    );
+    expect_requests(&world, 3).await?;
+    world.finish().await
+}
+
+async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    let cursor = app.cursor();
+    let g = app
+        .goal_set(
+            &thread,
+            json!({"objective": "Keep budget", "status": "paused", "tokenBudget": 5000}),
+        )
+        .await?;
+    ensure_eq!(
+        (
+            goal(&g)?["status"].clone(),
+            goal(&g)?["tokenBudget"].clone()
+        ),
+        (json!("paused"), json!(5000)),
+        "first set"
+    );
+    let g = app
+        .goal_set(&thread, json!({"objective": "Keep budget"}))
+        .await?;
+    ensure_eq!(
+        (
+            goal(&g)?["status"].clone(),
+            goal(&g)?["tokenBudget"].clone()
+        ),
+        (json!("paused"), json!(5000)),
+        "objective only"
+    );
+    let g = app.goal_set(&thread, json!({"status": "paused"})).await?;
+    ensure_eq!(
+        goal(&g)?["tokenBudget"],
+        json!(5000),
+        "status only keeps the budget"
+    );
+    let g = app.goal_set(&thread, json!({"tokenBudget": null})).await?;
+    ensure_eq!(
+        (
+            goal(&g)?["status"].clone(),
+            goal(&g)?["tokenBudget"].clone()
+        ),
+        (json!("paused"), Value::Null),
+        "null budget"
+    );
+    for bad in [0, -1] {
+        let message = rpc_error(
+            app.goal_set(&thread, json!({"tokenBudget": bad})).await,
+            &format!("tokenBudget {bad}"),
+        )?;
+        ensure!(
+            message.contains("goal budgets must be positive when provided"),
+            "tokenBudget {bad}: {message}"
+        );
+    }
+    ensure_eq!(
+        goal(&app.goal_get(&thread).await?)?["tokenBudget"],
+        Value::Null,
+        "get tokenBudget"
+    );
+    no_turn_within(&app, cursor, Duration::from_millis(500)).await?;
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+async fn budget_limited_kept(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    let cursor = app.cursor();
+    let g = app
+        .goal_set(
+            &thread,
+            json!({"objective": "Keep polishing", "status": "budgetLimited", "tokenBudget": 10}),
+        )
+        .await?;
+    ensure_eq!(goal(&g)?["status"], json!("budgetLimited"), "set status");
+    let g = app
+        .goal_set(&thread, json!({"objective": "Keep polishing"}))
+        .await?;
+    let g = goal(&g)?;
+    ensure_eq!(
+        g["status"],
+        json!("budgetLimited"),
+        "status after re-setting the objective"
+    );
+    ensure_eq!(g["tokenBudget"], json!(10), "tokenBudget");
+    ensure_eq!(g["tokensUsed"], json!(0), "tokensUsed");
+    ensure_eq!(g["timeUsedSeconds"], json!(0), "timeUsedSeconds");
+    no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+async fn stopped_statuses(ctx: &Ctx) -> anyhow::Result<()> {
+    for status in ["blocked", "usageLimited"] {
+        let (world, app, thread) = bootstrap(ctx).await?;
+        let cursor = app.cursor();
+        let g = app
+            .goal_set(
+                &thread,
+                json!({"objective": "Keep polishing", "status": status}),
+            )
+            .await?;
+        ensure_eq!(goal(&g)?["status"], json!(status), "set status");
+        app.wait_notification(cursor, "thread/goal/updated", Duration::from_secs(5), |p| {
+            p["goal"]["status"] == status
+        })
+        .await?;
+        ensure_eq!(
+            goal(&app.goal_get(&thread).await?)?["status"],
+            json!(status),
+            "get status"
+        );
+        no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
+        expect_requests(&world, 1).await?;
+        world
+            .finish()
+            .await
+            .with_context(|| format!("status {status}"))?;
+    }
+    Ok(())
+}
+
+async fn goal_first(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let g = app
+        .goal_set(
+            &thread,
+            json!({"objective": "Goal first", "status": "paused"}),
+        )
+        .await?;
+    ensure_eq!(goal(&g)?["status"], json!("paused"), "set status");
+    ensure_eq!(
+        goal(&app.goal_get(&thread).await?)?["objective"],
+        json!("Goal first"),
+        "get objective"
+    );
+    ensure_eq!(
+        app.goal_clear(&thread).await?,
+        json!({"cleared": true}),
+        "clear"
+    );
+    expect_requests(&world, 0).await?;
+    world.finish().await
+}
+
+async fn continuation(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    script_settle(&world, 1).await?;
+    let cursor = app.cursor();
+    app.goal_set(&thread, json!({"objective": "Improve benchmark coverage"}))
+        .await?;
+    await_settle(&app, cursor).await?;
+    ensure_eq!(
+        goal(&app.goal_get(&thread).await?)?["status"],
+        json!("complete"),
+        "get status"
+    );
+    let requests = expect_requests(&world, 3).await?;
+    let r2 = &requests[1];
+    let meta = r2.turn_metadata()?;
+    ensure_eq!(
+        meta["turn_trigger"],
+        json!("goal"),
+        "request 2 turn_trigger"
+    );
+    ensure!(
+        r2.body_contains_text("Improve benchmark coverage"),
+        "request 2 lacks the objective"
+    );
+    let last = r2.last_user_text().unwrap_or_default();
+    ensure!(
+        last.starts_with("<codex_internal_context source=\"goal\">")
+            && last.contains("Continue working toward the active thread goal."),
+        "request 2's last user message: {last}"
+    );
+    ensure!(
+        r2.tool_names().iter().any(|t| t == "update_goal"),
+        "request 2 does not offer update_goal"
+    );
+    ensure!(
+        requests[2].function_call_output("call-goal-1").is_ok(),
+        "request 3 lacks the update_goal output"
+    );
+    world.finish().await
+}
+
+async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
+    let app = world.start().await?;
+    let (thread, started) = world.start_thread(&app, json!({"ephemeral": true})).await?;
+    ensure_eq!(started["thread"]["path"], Value::Null, "thread.path");
+    let m = rpc_error(app.goal_get(&thread).await, "get on an ephemeral thread")?;
+    ensure!(
+        m.starts_with("ephemeral thread does not support goals"),
+        "get: {m}"
+    );
+    let m = rpc_error(
+        app.goal_set(&thread, json!({"objective": "x", "status": "paused"}))
+            .await,
+        "set on an ephemeral thread",
+    )?;
+    ensure!(
+        m.starts_with("ephemeral thread does not support goals"),
+        "set: {m}"
+    );
+    expect_requests(&world, 0).await?;
+    world.finish().await
+}
+
+async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
+    let (mut world, app, thread) = bootstrap(ctx).await?;
+    app.goal_set(
+        &thread,
+        json!({"objective": "Survive restart", "status": "paused", "tokenBudget": 777}),
+    )
+    .await?;
+    let status = app.shutdown(Duration::from_secs(5)).await;
+    ensure!(
+        status.contains("exit status: 0"),
+        "process A exited with {status}"
+    );
+    let again = world.start().await?;
+    again.thread_resume(&thread, json!({})).await?;
+    no_turn_within(&again, 0, Duration::from_secs(1)).await?;
+    let g = again.goal_get(&thread).await?;
+    let g = goal(&g)?;
+    ensure_eq!(
+        g["objective"],
+        json!("Survive restart"),
+        "objective after restart"
+    );
+    ensure_eq!(g["status"], json!("paused"), "status after restart");
+    ensure_eq!(g["tokenBudget"], json!(777), "tokenBudget after restart");
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
