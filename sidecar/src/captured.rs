@@ -463,3 +463,98 @@ fn percent_decode(text: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(body: Value) -> CapturedRequest {
+        serde_json::from_value(
+            json!({"index": 4, "method": "POST", "path": "/v1/responses", "body": body}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn message_accessors_read_texts_by_role() {
+        let r = request(json!({"input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "data:x"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "b"}]},
+            {"type": "message", "role": "user", "content": "plain"},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "c1"}, {"type": "input_text", "text": "c2"}]}
+        ]}));
+        assert_eq!(r.message_input_texts("user"), ["a", "plain", "c1", "c2"]);
+        assert_eq!(r.message_input_text_groups("user").len(), 3);
+        assert_eq!(r.message_input_texts("assistant"), ["b"]);
+        assert_eq!(r.message_input_texts("developer"), ["rules"]);
+        assert_eq!(r.message_input_image_urls("user"), ["data:x"]);
+        assert_eq!(r.last_user_text().as_deref(), Some("c1\nc2"));
+        assert!(r.has_message_with_input_texts("user", |t| t == ["plain"]));
+        assert_eq!(r.inputs_of_type("message").len(), 5);
+        assert!(r.body_contains_text("c1"));
+    }
+
+    #[test]
+    fn call_output_accessors_accept_every_output_shape() {
+        let r = request(json!({"input": [
+            {"type": "function_call", "call_id": "s", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "s", "output": "text out"},
+            {"type": "function_call_output", "call_id": "a", "output": [{"type": "input_text", "text": "arr"}]},
+            {"type": "function_call_output", "call_id": "o", "output": {"content": "obj", "success": false}},
+            {"type": "custom_tool_call_output", "call_id": "c", "output": "custom"}
+        ]}));
+        assert!(r.has_function_call("s"));
+        assert_eq!(
+            r.function_call_output_text("s").as_deref(),
+            Some("text out")
+        );
+        assert_eq!(r.function_call_output_text("a"), None);
+        assert_eq!(
+            r.function_call_output_content_and_success("a"),
+            Some((Some("arr".into()), None))
+        );
+        assert_eq!(
+            r.function_call_output_content_and_success("o"),
+            Some((Some("obj".into()), Some(false)))
+        );
+        assert_eq!(r.custom_tool_call_output("c").unwrap()["output"], "custom");
+        let err = r.tool_search_output("c").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "request 4: no tool_search_output for call_id \"c\""
+        );
+        assert!(saw_function_call(std::slice::from_ref(&r), "s"));
+        assert_eq!(
+            single_request(&[]).unwrap_err(),
+            CapturedError::NotExactlyOne(0)
+        );
+    }
+
+    #[test]
+    fn tool_accessors_look_inside_namespaces() {
+        let r = request(json!({"input": [], "tools": [
+            {"type": "function", "name": "shell"},
+            {"type": "namespace", "name": "mcp", "tools": [{"type": "function", "name": "read"}]},
+            {"type": "web_search"}
+        ]}));
+        assert_eq!(r.tool_names(), ["shell", "mcp/read", "web_search"]);
+        assert!(r.tool_by_name(Some("mcp"), "read").is_some());
+        assert!(r.tool_by_name(None, "read").is_none());
+        assert_eq!(r.tool_by_name(None, "shell").unwrap()["type"], "function");
+    }
+
+    #[test]
+    fn missing_pieces_are_errors_not_panics() {
+        let r: CapturedRequest =
+            serde_json::from_value(json!({"path": "/v1/models", "body": null, "body_text": "x"}))
+                .unwrap();
+        assert!(r.body_json().is_err());
+        assert!(r.input().is_err());
+        assert!(r.turn_metadata().is_err());
+        assert_eq!(r.body_bytes(), b"x");
+        assert!(r.message_input_texts("user").is_empty());
+        assert_eq!(r.query_param("a"), None);
+    }
+}

@@ -155,6 +155,20 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
                 write_line(&reply.to_line(id.as_ref()))?;
                 return Ok(status);
             }
+            Ok(Command::Requests {
+                min,
+                timeout_ms,
+                since,
+                all,
+            }) => {
+                let filter = RequestFilter { since, all };
+                let min = usize::try_from(min).unwrap_or(usize::MAX);
+                server
+                    .wait_for(filter, min, Duration::from_millis(timeout_ms))
+                    .await;
+                write_line(&server.requests_reply_line(filter, id.as_ref()))?;
+                continue;
+            }
             Ok(command) => handle(&server, command).await,
             Err(e) => {
                 eprintln!("codex-parity-sidecar: bad command: {e}");
@@ -180,19 +194,6 @@ async fn start(args: &Args) -> anyhow::Result<(Server, Vec<Scripted>)> {
 
 async fn handle(server: &Server, command: Command) -> Reply {
     match command {
-        Command::Requests {
-            min,
-            timeout_ms,
-            since,
-            all,
-        } => {
-            let filter = RequestFilter { since, all };
-            let min = usize::try_from(min).unwrap_or(usize::MAX);
-            let requests = server
-                .wait_for_requests(filter, min, Duration::from_millis(timeout_ms))
-                .await;
-            Reply::Requests { requests }
-        }
         Command::Enqueue { responses } => match server.enqueue(&responses) {
             Ok(pending) => Reply::Enqueued { pending },
             Err(e) => Reply::Error {
@@ -213,11 +214,11 @@ async fn handle(server: &Server, command: Command) -> Reply {
             }
         }
         Command::Reset => {
-            server.reset();
+            server.reset().await;
             Reply::Ok
         }
-        Command::Shutdown => Reply::Error {
-            message: "shutdown is handled by the command loop".into(),
+        Command::Shutdown | Command::Requests { .. } => Reply::Error {
+            message: "handled by the command loop".into(),
         },
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The library holds the wire format (event builders in [`events`], standard bodies in
 //! [`bodies`], SSE framing in [`sse`]), scripted responses ([`script`]), the mock itself
-//! ([`server`], [`queue`](crate::server), capture, [`decode`], [`pairing`]), the JSONL
+//! ([`server`] with its script queue and capture, [`decode`], [`pairing`]), the JSONL
 //! protocol ([`protocol`]), the captured-request view for assertions ([`captured`]) and the
 //! binary's main loop ([`cli`]).
 //!

@@ -255,11 +255,19 @@ pub enum Reply {
 impl Reply {
     /// The reply as one protocol line (without the newline), carrying `id` if given.
     pub fn to_line(&self, id: Option<&Value>) -> String {
-        match serde_json::to_value(self) {
-            Ok(value) => with_id(value, id),
+        // Straight to text: a `requests` reply can be large, so skip the intermediate Value.
+        let mut line = match serde_json::to_string(self) {
+            Ok(line) => line,
             // Serializing these plain types cannot fail; answer with an error line anyway.
-            Err(e) => with_id(json!({"type": "error", "message": e.to_string()}), id),
+            Err(e) => return with_id(json!({"type": "error", "message": e.to_string()}), id),
+        };
+        if let Some(id) = id {
+            line.pop(); // the closing brace of the object
+            line.push_str(",\"id\":");
+            line.push_str(&id.to_string());
+            line.push('}');
         }
+        line
     }
 
     /// Parses a reply line, splitting off its `id`.

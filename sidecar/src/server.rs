@@ -66,7 +66,7 @@ pub struct Leftovers {
 
 struct State {
     queue: Queue,
-    captured: Vec<Capture>,
+    captured: Vec<Arc<Capture>>,
     served: u64,
     unscripted: u64,
     models: ResponseTemplate,
@@ -88,6 +88,16 @@ impl Shared {
 
 fn models_template(body: &Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.to_string(), "application/json")
+}
+
+/// Mounts the catch-all responder.
+async fn mount(mock: &MockServer, shared: &Arc<Shared>) {
+    Mock::given(any())
+        .respond_with(Responder {
+            shared: Arc::clone(shared),
+        })
+        .mount(mock)
+        .await;
 }
 
 /// A running mock; dropping it stops the server.
@@ -116,12 +126,7 @@ impl Server {
             .disable_request_recording()
             .start()
             .await;
-        Mock::given(any())
-            .respond_with(Responder {
-                shared: Arc::clone(&shared),
-            })
-            .mount(&mock)
-            .await;
+        mount(&mock, &shared).await;
         Ok(Server { shared, mock })
     }
 
@@ -159,26 +164,59 @@ impl Server {
     }
 
     /// Empties the script and the captured requests and zeroes the counters.
-    pub fn reset(&self) {
-        let mut state = self.shared.lock();
-        state.queue.clear();
-        state.captured.clear();
-        state.served = 0;
-        state.unscripted = 0;
+    pub async fn reset(&self) {
+        {
+            let mut state = self.shared.lock();
+            state.queue.clear();
+            state.captured = Vec::new();
+            state.served = 0;
+            state.unscripted = 0;
+        }
+        // wiremock keeps a copy of every request a mock matched; remounting drops them.
+        self.mock.reset().await;
+        mount(&self.mock, &self.shared).await;
     }
 
     /// Captured requests matching `filter`, in arrival order.
     pub fn requests(&self, filter: RequestFilter) -> Vec<CapturedRequest> {
-        let wanted: Vec<Capture> = {
-            let state = self.shared.lock();
-            state
-                .captured
-                .iter()
-                .filter(|c| filter.wants(c))
-                .cloned()
-                .collect()
-        };
-        wanted.iter().map(Capture::to_captured_request).collect()
+        self.snapshot(filter)
+            .iter()
+            .map(|c| c.to_captured_request())
+            .collect()
+    }
+
+    /// The records matching `filter` (shared, so the lock is held only to copy pointers).
+    fn snapshot(&self, filter: RequestFilter) -> Vec<Arc<Capture>> {
+        let state = self.shared.lock();
+        state
+            .captured
+            .iter()
+            .filter(|c| filter.wants(c))
+            .cloned()
+            .collect()
+    }
+
+    /// The `requests` reply line (without newline) for `filter`, carrying `id` if given.
+    /// Renders one request at a time, so a long capture never exists twice as parsed JSON.
+    pub fn requests_reply_line(&self, filter: RequestFilter, id: Option<&Value>) -> String {
+        let mut line = String::from("{\"type\":\"requests\",\"requests\":[");
+        for (n, capture) in self.snapshot(filter).iter().enumerate() {
+            if n > 0 {
+                line.push(',');
+            }
+            match serde_json::to_string(&capture.to_captured_request()) {
+                Ok(text) => line.push_str(&text),
+                // Plain data always serializes; never emit a broken line.
+                Err(_) => line.push_str("null"),
+            }
+        }
+        line.push(']');
+        if let Some(id) = id {
+            line.push_str(",\"id\":");
+            line.push_str(&id.to_string());
+        }
+        line.push('}');
+        line
     }
 
     /// Waits until at least `min` requests match `filter` or `timeout` passes, then returns
@@ -189,6 +227,12 @@ impl Server {
         min: usize,
         timeout: Duration,
     ) -> Vec<CapturedRequest> {
+        self.wait_for(filter, min, timeout).await;
+        self.requests(filter)
+    }
+
+    /// Waits until at least `min` requests match `filter` or `timeout` passes.
+    pub async fn wait_for(&self, filter: RequestFilter, min: usize, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let arrived = self.shared.arrived.notified();
@@ -202,7 +246,6 @@ impl Server {
                 break;
             }
         }
-        self.requests(filter)
     }
 
     /// Queued responses never served and requests that got no scripted response.
@@ -214,7 +257,7 @@ impl Server {
                 .captured
                 .iter()
                 .filter(|c| c.outcome == Outcome::Unscripted)
-                .map(Capture::describe)
+                .map(|c| c.describe())
                 .collect(),
         }
     }
@@ -280,7 +323,7 @@ impl Respond for Responder {
                 )
             }
         };
-        state.captured.push(capture);
+        state.captured.push(Arc::new(capture));
         drop(state);
         self.shared.arrived.notify_waiters();
         template
