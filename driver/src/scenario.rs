@@ -34,6 +34,35 @@ pub struct Scenario {
     pub timeout: Duration,
 }
 
+impl Scenario {
+    /// A scenario that applies to every binary and may take 60 s.
+    pub const fn new(
+        name: &'static str,
+        id: &'static str,
+        summary: &'static str,
+        run: ScenarioFn,
+    ) -> Scenario {
+        Scenario {
+            name,
+            id,
+            summary,
+            applies: always,
+            run,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// The same scenario with a capability requirement.
+    pub const fn applies(self, applies: fn(&Capabilities) -> Result<(), String>) -> Scenario {
+        Scenario { applies, ..self }
+    }
+
+    /// The same scenario with another time limit.
+    pub const fn timeout(self, timeout: Duration) -> Scenario {
+        Scenario { timeout, ..self }
+    }
+}
+
 impl std::fmt::Debug for Scenario {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.name, self.id)

@@ -9,24 +9,17 @@ use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::events::{self, Phase, Usage};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header};
+use super::{expect_requests, header, setup};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::message::RpcError;
-use crate::scenario::{Ctx, Scenario, always};
+use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::{MOCK_API_KEY, MOCK_MODEL, World, WorldOptions};
+use crate::world::{MOCK_API_KEY, MOCK_MODEL, WorldOptions};
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run| Scenario {
-        name,
-        id,
-        summary,
-        applies: always,
-        run,
-        timeout: Duration::from_secs(60),
-    };
+    let s = Scenario::new;
     vec![
         s(
             "smoke_uses_mock_responses",
@@ -98,19 +91,6 @@ pub fn needs_dynamic_tools(caps: &Capabilities) -> Result<(), String> {
     } else {
         Err("ThreadStartParams has no dynamicTools".into())
     }
-}
-
-/// A world with the default options, the script queued, an initialized app-server and a
-/// thread.
-async fn setup(
-    ctx: &Ctx,
-    script: Vec<Scripted>,
-) -> anyhow::Result<(World, Arc<crate::app_server::AppServer>, String)> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world.script(script).await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
-    Ok((world, app, thread))
 }
 
 fn sse(events: Vec<Value>) -> Scripted {

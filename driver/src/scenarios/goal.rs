@@ -13,7 +13,7 @@ use super::expect_requests;
 use crate::app_server::AppServer;
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario};
+use crate::scenario::{Ctx, Scenario, ScenarioFn};
 use crate::turn::{TurnOptions, run_turn, text};
 use crate::world::{World, WorldOptions};
 
@@ -21,13 +21,8 @@ const GOAL_METHODS: [&str; 3] = ["thread/goal/set", "thread/goal/get", "thread/g
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run| Scenario {
-        name,
-        id,
-        summary,
-        applies: needs_goals,
-        run,
-        timeout: Duration::from_secs(60),
+    let s = |name, id, summary, run: ScenarioFn| {
+        Scenario::new(name, id, summary, run).applies(needs_goals)
     };
     vec![
         s(

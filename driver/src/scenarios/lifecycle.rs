@@ -8,23 +8,16 @@ use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::events;
 use serde_json::{Value, json};
 
-use super::expect_requests;
+use super::{expect_requests, setup};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario, always};
+use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, text};
 use crate::world::WorldOptions;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run| Scenario {
-        name,
-        id,
-        summary,
-        applies: always,
-        run,
-        timeout: Duration::from_secs(60),
-    };
+    let s = Scenario::new;
     vec![
         s(
             "turn_lifecycle_shape",
@@ -65,14 +58,13 @@ fn needs_ephemeral(caps: &Capabilities) -> Result<(), String> {
 }
 
 async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![Scripted::sse(
+    let (world, app, thread) = setup(
+        ctx,
+        vec![Scripted::sse(
             codex_parity_sidecar::bodies::assistant_reply("resp-1", "shaped"),
-        )])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+        )],
+    )
+    .await?;
     let turn = run_turn(
         &app,
         &thread,
@@ -173,17 +165,16 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![Scripted::sse(vec![
+    let (world, app, thread) = setup(
+        ctx,
+        vec![Scripted::sse(vec![
             events::response_created("resp-1"),
             events::assistant_message("m1", "First"),
             events::assistant_message("m2", ""),
             events::completed("resp-1"),
-        ])])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+        ])],
+    )
+    .await?;
     let turn = run_turn(
         &app,
         &thread,
@@ -204,15 +195,14 @@ async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![Scripted::sse(vec![
+    let (world, app, thread) = setup(
+        ctx,
+        vec![Scripted::sse(vec![
             events::response_created("resp-1"),
             events::failed("resp-1", "server_error", "boom from mock model"),
-        ])])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+        ])],
+    )
+    .await?;
     let turn = run_turn(
         &app,
         &thread,

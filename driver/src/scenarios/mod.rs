@@ -10,7 +10,14 @@ pub mod protocol;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use std::sync::Arc;
+
+use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
+
+use crate::app_server::AppServer;
+use crate::scenario::Ctx;
+use crate::world::WorldOptions;
 
 use crate::world::World;
 
@@ -34,4 +41,17 @@ pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<Capt
 pub fn header<'a>(r: &'a CapturedRequest, name: &str) -> anyhow::Result<&'a str> {
     r.header(name)
         .with_context(|| format!("request #{} has no {name} header", r.index))
+}
+
+/// A world with the default options and `script` queued, an initialized app-server and a
+/// thread in the workspace: the start of most scenarios.
+pub async fn setup(
+    ctx: &Ctx,
+    script: Vec<Scripted>,
+) -> anyhow::Result<(World, Arc<AppServer>, String)> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world.script(script).await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, serde_json::json!({})).await?;
+    Ok((world, app, thread))
 }

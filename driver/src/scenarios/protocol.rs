@@ -11,20 +11,13 @@ use serde_json::json;
 use super::expect_requests;
 use crate::app_server::AppServer;
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario, always};
+use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, text};
 use crate::world::WorldOptions;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run| Scenario {
-        name,
-        id,
-        summary,
-        applies: always,
-        run,
-        timeout: Duration::from_secs(60),
-    };
+    let s = Scenario::new;
     vec![
         s(
             "protocol_handshake_errors",
