@@ -384,14 +384,20 @@ impl AppServer {
         }
     }
 
-    /// `initialize` then `initialized`. `experimental` sets `capabilities.experimentalApi`.
+    /// `initialize` then `initialized`, with `capabilities.experimentalApi` as given.
     pub async fn initialize(&self, experimental: bool) -> Result<Value, CallError> {
+        self.initialize_with(json!({"experimentalApi": experimental}))
+            .await
+    }
+
+    /// `initialize` with the given `capabilities` object, then `initialized`.
+    pub async fn initialize_with(&self, capabilities: Value) -> Result<Value, CallError> {
         let result = self
             .call(
                 "initialize",
                 json!({
                     "clientInfo": {"name": "codex-parity", "title": "codex-parity", "version": env!("CARGO_PKG_VERSION")},
-                    "capabilities": {"experimentalApi": experimental},
+                    "capabilities": capabilities,
                 }),
             )
             .await?;
@@ -423,14 +429,13 @@ impl AppServer {
             let notified = self.shared.log_changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            // The exit is published only after stdout is drained, so an exit seen before
+            // this look means the log is complete.
+            let exited = self.exit_rx.borrow().is_some();
             if let Some(found) = lock(&self.shared.log).iter().skip(from).find(|m| pred(m)) {
                 return Ok(found.clone());
             }
-            if self.exit_rx.borrow().is_some() {
-                // One last look: the message may have arrived with the exit.
-                if let Some(found) = lock(&self.shared.log).iter().skip(from).find(|m| pred(m)) {
-                    return Ok(found.clone());
-                }
+            if exited {
                 anyhow::bail!(
                     "{}: codex exited ({}) while waiting for {what}; stderr tail:\n{}",
                     self.shared.label,

@@ -46,6 +46,8 @@ pub enum BinarySource {
     Env(Vec<PathBuf>),
     /// The pinned version, installed into the cache on demand.
     Pinned(String),
+    /// Versions named by the user (`--codex-version`, `--compare`), installed on demand.
+    Versions(Vec<String>),
 }
 
 /// Chooses where binaries come from: `cli_bins` (from `--codex-bin`) if any, else the non-empty entries of
@@ -102,20 +104,36 @@ pub async fn resolve(
                 .with_context(|| format!("installing the pinned Codex version {version}"))?;
             return Ok(vec![binary]);
         }
+        BinarySource::Versions(versions) => {
+            let mut binaries: Vec<CodexBinary> = Vec::new();
+            for version in versions {
+                if binaries.iter().any(|b| b.version == version) {
+                    continue;
+                }
+                let binary = install::install(cache, &version, progress)
+                    .await
+                    .with_context(|| format!("installing Codex {version}"))?;
+                binaries.push(binary);
+            }
+            return Ok(binaries);
+        }
         BinarySource::Explicit(paths) => (paths, "--codex-bin"),
         BinarySource::Env(paths) => (paths, CODEX_TEST_BINS),
     };
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut binaries: Vec<CodexBinary> = Vec::new();
     for path in paths {
-        let binary = probe(&path)
-            .await
-            .with_context(|| format!("checking the Codex binary given by {origin}"))?;
-        let identity = std::fs::canonicalize(&binary.path).unwrap_or_else(|_| binary.path.clone());
+        let context = || format!("checking the Codex binary given by {origin}");
+        let path = locate(&path).with_context(context)?;
+        // Drop a second name of the same file before running it again.
+        let identity = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if seen.contains(&identity) {
             continue;
         }
         seen.push(identity);
+        let binary = probe_located(path, PROBE_TIMEOUT)
+            .await
+            .with_context(context)?;
         if let Some(other) = binaries.iter().find(|b| b.version == binary.version) {
             progress.message(&format!(
                 "warning: {} and {} both report version {}; results will carry the same name {}",
@@ -139,7 +157,11 @@ pub async fn probe(path: &Path) -> Result<CodexBinary> {
 
 /// [`probe`] with a caller-chosen timeout.
 pub async fn probe_with_timeout(path: &Path, timeout: Duration) -> Result<CodexBinary> {
-    let path = locate(path)?;
+    probe_located(locate(path)?, timeout).await
+}
+
+/// [`probe_with_timeout`] for a path [`locate`] already resolved.
+async fn probe_located(path: PathBuf, timeout: Duration) -> Result<CodexBinary> {
     let shown = path.display();
     let output = run_version(&path, timeout).await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -290,30 +312,20 @@ mod tests {
 
     #[test]
     fn version_output_parsing() {
-        assert_eq!(
-            parse_version_output("codex-cli 0.171.0\n").as_deref(),
-            Some("0.171.0")
-        );
-        assert_eq!(
-            parse_version_output("codex-cli 0.172.0-alpha.1\n").as_deref(),
-            Some("0.172.0-alpha.1")
-        );
-        assert_eq!(
-            parse_version_output("  codex-cli 0.131.0 (abc123)  ").as_deref(),
-            Some("0.131.0")
-        );
-        assert_eq!(
-            parse_version_output("WARN something\ncodex-cli 0.161.0\n").as_deref(),
-            Some("0.161.0")
-        );
-        assert_eq!(
-            parse_version_output("codex-cli v0.1.2").as_deref(),
-            Some("0.1.2")
-        );
-        assert_eq!(parse_version_output("codex 0.171.0"), None);
-        assert_eq!(parse_version_output("codex-cli"), None);
-        assert_eq!(parse_version_output("codex-cli banana"), None);
-        assert_eq!(parse_version_output(""), None);
+        let cases = [
+            ("codex-cli 0.171.0\n", Some("0.171.0")),
+            ("codex-cli 0.172.0-alpha.1\n", Some("0.172.0-alpha.1")),
+            ("  codex-cli 0.131.0 (abc123)  ", Some("0.131.0")),
+            ("WARN something\ncodex-cli 0.161.0\n", Some("0.161.0")),
+            ("codex-cli v0.1.2", Some("0.1.2")),
+            ("codex 0.171.0", None),
+            ("codex-cli", None),
+            ("codex-cli banana", None),
+            ("", None),
+        ];
+        for (output, want) in cases {
+            assert_eq!(parse_version_output(output).as_deref(), want, "{output:?}");
+        }
     }
 
     #[test]

@@ -57,13 +57,14 @@ pub trait Progress: Send + Sync {
     }
 }
 
+/// Interval between status lines when stderr is not a terminal.
+const STATUS_LINE_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Writes progress to stderr: `\r`-updated status line on a terminal, otherwise one line every few seconds.
 #[derive(Debug)]
 pub struct StderrProgress {
     /// Whether stderr is a terminal.
     tty: bool,
-    /// Interval between status lines when stderr is not a terminal.
-    line_interval: Duration,
     /// Mutable display state.
     state: Mutex<StderrState>,
 }
@@ -82,7 +83,6 @@ impl StderrProgress {
     pub fn new() -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),
-            line_interval: Duration::from_secs(5),
             state: Mutex::new(StderrState::default()),
         }
     }
@@ -115,7 +115,7 @@ impl Progress for StderrProgress {
             state.status_shown = true;
         } else if state
             .last_line
-            .is_none_or(|t| t.elapsed() >= self.line_interval)
+            .is_none_or(|t| t.elapsed() >= STATUS_LINE_INTERVAL)
         {
             let _ = writeln!(err, "{msg}");
             state.last_line = Some(Instant::now());
@@ -280,7 +280,7 @@ pub struct InstallRecord {
 }
 
 /// How to run the installer; the defaults fetch from npm on this machine.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
     /// The `npm` executable (default: `npm` found on `PATH`).
     pub npm: Option<PathBuf>,
@@ -290,16 +290,7 @@ pub struct InstallOptions {
 
 /// Returns the cached binary of `version`, installing it from npm first if needed.
 pub async fn install(cache: &Cache, version: &str, progress: &dyn Progress) -> Result<CodexBinary> {
-    install_with(
-        cache,
-        version,
-        progress,
-        &InstallOptions {
-            npm: None,
-            platform: None,
-        },
-    )
-    .await
+    install_with(cache, version, progress, &InstallOptions::default()).await
 }
 
 /// [`install`] with explicit options (another `npm`, another platform build).
@@ -341,10 +332,11 @@ pub async fn install_with(
     if let Some(binary) = cache.cached(version).await {
         return Ok(binary);
     }
-    if cache.binary_path(version).exists() {
+    let target = cache.binary_path(version);
+    if target.exists() {
         progress.message(&format!(
             "cached Codex {version} at {} is broken; reinstalling",
-            cache.binary_path(version).display()
+            target.display()
         ));
     }
 
@@ -357,10 +349,12 @@ pub async fn install_with(
     let _ = std::fs::remove_dir(&tmp_parent);
     fetched?;
 
-    let target = cache.binary_path(version);
-    let binary = binaries::probe(&target)
-        .await
-        .context("the freshly installed binary does not run")?;
+    // `fetch` ran this very file (before the rename) and checked its version.
+    let binary = CodexBinary {
+        path: std::path::absolute(&target)
+            .with_context(|| format!("cannot make {} absolute", target.display()))?,
+        version: version.to_owned(),
+    };
     progress.message(&format!(
         "installed Codex {version} to {} in {:.1} s",
         target.display(),
@@ -760,10 +754,10 @@ fn unpack_blocking(tgz: &Path, dest: &Path, counter: &Arc<AtomicU64>) -> Result<
             let mut entry = entry.context("bad tar entry (truncated or not a tar archive)")?;
             let header = entry.header();
             let is_candidate = header.entry_type().is_file()
-                && header.size().is_ok_and(|s| s > MIN_BINARY_SIZE)
-                && entry
-                    .path()
-                    .is_ok_and(|p| p.file_name().is_some_and(|n| n == "codex"));
+                && entry.path().is_ok_and(|p| {
+                    p.file_name()
+                        .is_some_and(|n| is_native_binary(n, header.size().unwrap_or(0)))
+                });
             if is_candidate {
                 let name = entry
                     .path()
@@ -787,6 +781,12 @@ fn unpack_blocking(tgz: &Path, dest: &Path, counter: &Arc<AtomicU64>) -> Result<
     })
 }
 
+/// The rule that tells the native binary apart: a file named `codex` larger than [`MIN_BINARY_SIZE`] (the package
+/// also holds small `codex` launcher scripts and directories).
+fn is_native_binary(name: &std::ffi::OsStr, size: u64) -> bool {
+    name == "codex" && size > MIN_BINARY_SIZE
+}
+
 /// Finds the native Codex binary under `root`: the regular file (not a symlink) named `codex` larger than
 /// [`MIN_BINARY_SIZE`]. If there are several, the one under `vendor/<triple>/` wins when `triple` picks exactly one.
 pub fn find_binary(root: &Path, triple: Option<&str>) -> Result<PathBuf> {
@@ -802,8 +802,7 @@ pub fn find_binary(root: &Path, triple: Option<&str>) -> Result<PathBuf> {
                 .with_context(|| format!("cannot stat {}", entry.path().display()))?;
             if meta.is_dir() {
                 stack.push(entry.path());
-            } else if meta.is_file() && entry.file_name() == "codex" && meta.len() > MIN_BINARY_SIZE
-            {
+            } else if meta.is_file() && is_native_binary(&entry.file_name(), meta.len()) {
                 found.push(entry.path());
             }
         }
@@ -1053,6 +1052,16 @@ mod tests {
         path
     }
 
+    /// The error text of an install that must fail.
+    async fn install_err(cache: &Cache, version: &str, options: &InstallOptions) -> String {
+        format!(
+            "{:#}",
+            install_with(cache, version, &NoProgress, options)
+                .await
+                .unwrap_err()
+        )
+    }
+
     fn opts(npm: PathBuf) -> InstallOptions {
         InstallOptions {
             npm: Some(npm),
@@ -1124,12 +1133,7 @@ mod tests {
             None,
             "npm error code ETARGET\nnpm error notarget No matching version found",
         );
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "0.0.1", &opts(npm)).await;
         assert!(
             err.contains("no such version") && err.contains("npm view @openai/codex versions"),
             "{err}"
@@ -1137,39 +1141,21 @@ mod tests {
         assert!(err.contains("No matching version found"), "{err}");
 
         let npm = fake_npm(dir.path(), None, "line1\nnpm error something odd");
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "0.0.1", &opts(npm)).await;
         assert!(
             err.contains("npm pack @openai/codex@0.0.1-linux-x64 failed")
                 && err.contains("something odd"),
             "{err}"
         );
 
-        let missing = InstallOptions {
-            npm: Some(dir.path().join("no-npm")),
-            platform: Some(X64),
-        };
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.1", &NoProgress, &missing)
-                .await
-                .unwrap_err()
-        );
+        let missing = opts(dir.path().join("no-npm"));
+        let err = install_err(&cache, "0.0.1", &missing).await;
         assert!(err.contains("install Node.js and npm"), "{err}");
 
         let corrupt = dir.path().join("corrupt.tgz");
         std::fs::write(&corrupt, b"this is not gzip").unwrap();
         let npm = fake_npm(dir.path(), Some(&corrupt), "");
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "0.0.1", &opts(npm)).await;
         assert!(err.contains("corrupt package"), "{err}");
         assert!(!cache.root().join(".tmp/0.0.1").exists());
 
@@ -1180,33 +1166,18 @@ mod tests {
         let truncated = dir.path().join("truncated.tgz");
         std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
         let npm = fake_npm(dir.path(), Some(&truncated), "");
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.1", &NoProgress, &opts(npm))
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "0.0.1", &opts(npm)).await;
         assert!(err.contains("corrupt package"), "{err}");
 
         let npm = fake_npm(dir.path(), Some(&good), "");
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "0.0.2", &NoProgress, &opts(npm))
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "0.0.2", &opts(npm)).await;
         assert!(
             err.contains("version mismatch") && err.contains("codex-cli 0.0.1"),
             "{err}"
         );
         assert!(!cache.binary_path("0.0.2").exists());
 
-        let err = format!(
-            "{:#}",
-            install_with(&cache, "latest", &NoProgress, &missing)
-                .await
-                .unwrap_err()
-        );
+        let err = install_err(&cache, "latest", &missing).await;
         assert!(err.contains("X.Y.Z"), "{err}");
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use codex_parity::binaries::{self, CodexBinary};
-use codex_parity::install::{self, Cache, StderrProgress};
+use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner::{self, Record};
 use codex_parity::scenario::{self, Outcome};
 use codex_parity::sidecar::SidecarLauncher;
@@ -131,10 +131,8 @@ async fn install_versions(mut wanted: Vec<String>) -> anyhow::Result<ExitCode> {
     if wanted.is_empty() {
         wanted.push(versions::load()?.pinned);
     }
-    let cache = Cache::from_env()?;
-    let progress = StderrProgress::new();
-    for version in wanted {
-        let binary = install::install(&cache, &version, &progress).await?;
+    let source = binaries::BinarySource::Versions(wanted);
+    for binary in binaries::resolve(source, &Cache::from_env()?, &StderrProgress::new()).await? {
         println!("{} {}", binary.label(), binary.path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -146,18 +144,11 @@ async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
     if args.compare {
         wanted.extend(versions::load()?.compare);
     }
-    if !wanted.is_empty() && args.codex_bin.is_empty() {
-        let cache = Cache::from_env()?;
-        let mut out = Vec::new();
-        for v in wanted {
-            if !out.iter().any(|b: &CodexBinary| b.version == v) {
-                out.push(install::install(&cache, &v, &progress).await?);
-            }
-        }
-        return Ok(out);
-    }
-    let source =
-        binaries::choose_sources(&args.codex_bin, std::env::var_os(binaries::CODEX_TEST_BINS))?;
+    let source = if !wanted.is_empty() && args.codex_bin.is_empty() {
+        binaries::BinarySource::Versions(wanted)
+    } else {
+        binaries::choose_sources(&args.codex_bin, std::env::var_os(binaries::CODEX_TEST_BINS))?
+    };
     binaries::resolve(source, &Cache::from_env()?, &progress).await
 }
 
@@ -191,23 +182,17 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let on_done = Arc::new(move |r: &Record| {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let word = match &r.outcome {
-            Outcome::Passed => "pass",
-            Outcome::Failed(_) => "FAIL",
-            Outcome::NotApplicable(_) => "n/a",
-        };
         eprintln!(
-            "[{n}/{total}] {word:<4} {}[{}] ({:.1}s)",
+            "[{n}/{total}] {:<4} {}[{}] ({:.1}s)",
+            r.outcome.word(),
             r.scenario,
             r.label,
             r.duration.as_secs_f64()
         );
     });
     let records = runner::run_all(&targets, &scenarios, settings, jobs, on_done).await;
-    print_matrix(
-        &records,
-        &targets.iter().map(|t| t.binary.label()).collect::<Vec<_>>(),
-    );
+    let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
+    print_matrix(&records, &scenarios, &labels);
     let failed = records
         .iter()
         .any(|r| matches!(r.outcome, Outcome::Failed(_)));
@@ -218,13 +203,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_matrix(records: &[Record], labels: &[String]) {
-    let mut names: Vec<&str> = Vec::new();
-    for r in records {
-        if !names.contains(&r.scenario) {
-            names.push(r.scenario);
-        }
-    }
+fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[String]) {
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
     let width = names.iter().map(|n| n.len()).max().unwrap_or(8).max(8);
     print!("\n{:<width$}", "scenario");
     for l in labels {
@@ -237,27 +217,23 @@ fn print_matrix(records: &[Record], labels: &[String]) {
             let cell = records
                 .iter()
                 .find(|r| r.scenario == *name && &r.label == l)
-                .map_or("-", |r| match r.outcome {
-                    Outcome::Passed => "pass",
-                    Outcome::Failed(_) => "FAIL",
-                    Outcome::NotApplicable(_) => "n/a",
-                });
+                .map_or("-", |r| r.outcome.word());
             print!("  {cell:<14}");
         }
         println!();
     }
     for l in labels {
-        let count = |f: fn(&Outcome) -> bool| {
+        let count = |word: &str| {
             records
                 .iter()
-                .filter(|r| &r.label == l && f(&r.outcome))
+                .filter(|r| &r.label == l && r.outcome.word() == word)
                 .count()
         };
         println!(
             "{l}: {} passed, {} failed, {} not applicable",
-            count(|o| matches!(o, Outcome::Passed)),
-            count(|o| matches!(o, Outcome::Failed(_))),
-            count(|o| matches!(o, Outcome::NotApplicable(_)))
+            count("pass"),
+            count("FAIL"),
+            count("n/a")
         );
     }
     for r in records {

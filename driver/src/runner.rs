@@ -51,6 +51,18 @@ pub struct Record {
     pub duration: Duration,
 }
 
+impl Record {
+    fn new(scenario: &Scenario, target: &Target, outcome: Outcome, duration: Duration) -> Record {
+        Record {
+            scenario: scenario.name,
+            id: scenario.id,
+            label: target.binary.label(),
+            outcome,
+            duration,
+        }
+    }
+}
+
 /// Runs every scenario on every target, at most `jobs` at once; calls `on_done` as each
 /// finishes. The slowest-bounded scenarios start first (the wall time is then close to the
 /// longest one); records come back in (target, scenario) order.
@@ -62,52 +74,34 @@ pub async fn run_all(
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
     let limit = Arc::new(Semaphore::new(jobs.max(1)));
-    let mut order: Vec<(usize, &Target, &Scenario)> = Vec::new();
-    for target in targets {
-        for scenario in scenarios {
-            order.push((order.len(), target, scenario));
-        }
-    }
-    order.sort_by_key(|(i, _, s)| (std::cmp::Reverse(s.timeout), *i));
-    let mut handles = Vec::new();
-    for (position, target, scenario) in order {
-        {
-            let (target, scenario, settings) = (target.clone(), *scenario, settings.clone());
-            let (limit, on_done) = (limit.clone(), on_done.clone());
-            let key = (position, scenario.name, scenario.id, target.binary.label());
-            handles.push((
-                key,
-                tokio::spawn(async move {
-                    let _permit = limit.acquire_owned().await;
-                    let (outcome, duration) =
-                        run_scenario(&scenario, &target.binary, target.caps.clone(), settings)
-                            .await;
-                    let record = Record {
-                        scenario: scenario.name,
-                        id: scenario.id,
-                        label: target.binary.label(),
-                        outcome,
-                        duration,
-                    };
-                    on_done(&record);
-                    record
-                }),
-            ));
-        }
+    let jobs: Vec<(&Target, &Scenario)> = targets
+        .iter()
+        .flat_map(|t| scenarios.iter().map(move |s| (t, s)))
+        .collect();
+    // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
+    let mut spawn_order: Vec<usize> = (0..jobs.len()).collect();
+    spawn_order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].1.timeout));
+    let mut handles: Vec<Option<tokio::task::JoinHandle<Record>>> =
+        jobs.iter().map(|_| None).collect();
+    for i in spawn_order {
+        let (target, scenario) = (jobs[i].0.clone(), *jobs[i].1);
+        let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
+        handles[i] = Some(tokio::spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let (outcome, duration) =
+                run_scenario(&scenario, &target.binary, target.caps.clone(), settings).await;
+            let record = Record::new(&scenario, &target, outcome, duration);
+            on_done(&record);
+            record
+        }));
     }
     let mut records = Vec::new();
-    handles.sort_by_key(|((position, ..), _)| *position);
-    for ((_, scenario, id, label), handle) in handles {
+    for ((target, scenario), handle) in jobs.into_iter().zip(handles.into_iter().flatten()) {
         let record = match handle.await {
             Ok(record) => record,
             Err(e) => {
-                let record = Record {
-                    scenario,
-                    id,
-                    label,
-                    outcome: Outcome::Failed(format!("the scenario panicked: {e}")),
-                    duration: Duration::ZERO,
-                };
+                let outcome = Outcome::Failed(format!("the scenario panicked: {e}"));
+                let record = Record::new(scenario, target, outcome, Duration::ZERO);
                 on_done(&record);
                 record
             }

@@ -85,6 +85,17 @@ pub enum Outcome {
     NotApplicable(String),
 }
 
+impl Outcome {
+    /// The matrix word: `pass`, `FAIL` or `n/a`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "pass",
+            Outcome::Failed(_) => "FAIL",
+            Outcome::NotApplicable(_) => "n/a",
+        }
+    }
+}
+
 /// What a scenario gets: the binary, its capabilities and the run's settings.
 pub struct Ctx {
     /// The codex under test.

@@ -39,19 +39,6 @@ impl SidecarLauncher {
     }
 }
 
-/// The counters of the `status` command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-pub struct Status {
-    /// Scripted responses not yet served.
-    pub pending: u64,
-    /// Scripted responses served.
-    pub served: u64,
-    /// Requests that no scripted response fitted.
-    pub unscripted: u64,
-    /// Requests captured, of any method and path.
-    pub captured: u64,
-}
-
 /// What the sidecar said and did on shutdown.
 #[derive(Debug, Clone)]
 pub struct ShutdownReport {
@@ -70,10 +57,9 @@ struct Pipes {
 
 /// A running sidecar.
 pub struct Sidecar {
-    child: Mutex<Child>,
+    child: Child,
     pipes: Mutex<Pipes>,
     base_url: String,
-    pid: Option<u32>,
     stderr_tail: Arc<StdMutex<VecDeque<String>>>,
 }
 
@@ -105,7 +91,6 @@ impl Sidecar {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting the sidecar {}", launcher.program.display()))?;
-        let pid = child.id();
         let stdin = child.stdin.take().context("sidecar stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("sidecar stdout")?).lines();
         let stderr = child.stderr.take().context("sidecar stderr")?;
@@ -133,10 +118,9 @@ impl Sidecar {
             .with_context(|| format!("ready line without base_url: {line}"))?
             .to_string();
         Ok(Sidecar {
-            child: Mutex::new(child),
+            child,
             pipes: Mutex::new(pipes),
             base_url,
-            pid,
             stderr_tail,
         })
     }
@@ -144,11 +128,6 @@ impl Sidecar {
     /// The base URL for codex's provider config, `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> &str {
         &self.base_url
-    }
-
-    /// The sidecar's process id.
-    pub fn pid(&self) -> Option<u32> {
-        self.pid
     }
 
     /// Sends one command and returns its reply; an `error` reply is an error.
@@ -214,20 +193,14 @@ impl Sidecar {
     }
 
     async fn requests_where(&self, command: Value) -> anyhow::Result<Vec<CapturedRequest>> {
-        let reply = self.command(command).await?;
-        serde_json::from_value(reply["requests"].clone()).context("decoding captured requests")
-    }
-
-    /// The counters.
-    pub async fn status(&self) -> anyhow::Result<Status> {
-        let reply = self.command(json!({"op": "status"})).await?;
-        serde_json::from_value(reply).context("decoding the sidecar status")
+        let mut reply = self.command(command).await?;
+        serde_json::from_value(reply["requests"].take()).context("decoding captured requests")
     }
 
     /// Asks the sidecar to shut down and waits for it to exit (kills it after 5 s).
     pub async fn shutdown(self) -> anyhow::Result<ShutdownReport> {
         let reply = self.command(json!({"op": "shutdown"})).await?;
-        let mut child = self.child.lock().await;
+        let mut child = self.child;
         let exit_code = match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
             Ok(status) => status.context("waiting for the sidecar")?.code(),
             Err(_) => {
@@ -240,15 +213,5 @@ impl Sidecar {
             unscripted: reply["unscripted"].as_u64().unwrap_or(0),
             exit_code,
         })
-    }
-
-    /// The last lines of the sidecar's stderr.
-    pub fn stderr_tail(&self) -> String {
-        tail_text(&self.stderr_tail)
-    }
-
-    /// Whether the sidecar process is still running.
-    pub async fn is_alive(&self) -> bool {
-        matches!(self.child.lock().await.try_wait(), Ok(None))
     }
 }

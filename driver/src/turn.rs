@@ -177,14 +177,14 @@ pub async fn start_turn(
     options: &TurnOptions,
 ) -> anyhow::Result<StartedTurn> {
     let cursor = app.cursor();
-    let mut params = json!({"threadId": thread_id, "input": input});
+    let mut extra = Value::Object(options.extra.clone());
     if let Some(model) = &options.model {
-        params["model"] = json!(model);
+        extra["model"] = json!(model);
     }
-    for (k, v) in &options.extra {
-        params[k] = v.clone();
-    }
-    let result = app.call("turn/start", params).await.context("turn/start")?;
+    let result = app
+        .turn_start(thread_id, input, extra)
+        .await
+        .context("turn/start")?;
     let id = result
         .pointer("/turn/id")
         .and_then(Value::as_str)

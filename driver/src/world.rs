@@ -240,7 +240,7 @@ impl World {
             obj.entry("cwd")
                 .or_insert_with(|| self.workspace.display().to_string().into());
         }
-        let result = server.call("thread/start", params).await?;
+        let result = server.thread_start(params).await?;
         let id = result
             .pointer("/thread/id")
             .and_then(serde_json::Value::as_str)
@@ -259,13 +259,6 @@ impl World {
     pub async fn finish(self) -> anyhow::Result<()> {
         self.finished.fetch_add(1, Ordering::SeqCst);
         let mut problems = Vec::new();
-        let status = self.sidecar.status().await?;
-        if status.pending > 0 {
-            problems.push(format!(
-                "{} scripted response(s) never served",
-                status.pending
-            ));
-        }
         let requests = self.sidecar.all_requests().await?;
         for r in &requests {
             if r.outcome == codex_parity_sidecar::captured::Outcome::Unscripted {
@@ -294,6 +287,12 @@ impl World {
             server.shutdown(Duration::from_secs(3)).await;
         }
         let report = self.sidecar.shutdown().await?;
+        if report.pending > 0 {
+            problems.push(format!(
+                "{} scripted response(s) never served",
+                report.pending
+            ));
+        }
         if problems.is_empty() && report.exit_code != Some(0) {
             problems.push(format!("the sidecar exited with {:?}", report.exit_code));
         }

@@ -14,13 +14,12 @@ use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner;
 use codex_parity::scenario::{self, Outcome};
 use codex_parity::scenario::{BoxFuture, Ctx};
+use codex_parity::scenarios::setup;
 use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::turn::{TurnOptions, run_turn, text};
 use codex_parity::world::Settings;
-use codex_parity::world::WorldOptions;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
-use serde_json::json;
 
 /// Checks of the harness itself on the real codex: the after-scenario checks must catch
 /// what a scenario leaves wrong.
@@ -37,10 +36,7 @@ const SELF_CHECKS: [(&str, SelfCheck); 2] = [
 
 /// Runs one plain turn in a world with `script`, then returns what `finish` said.
 async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Result<String> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world.script(script).await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let (world, app, thread) = setup(ctx, script).await?;
     run_turn(
         &app,
         &thread,

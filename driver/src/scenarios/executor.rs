@@ -9,7 +9,7 @@ use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::events::{self, Phase, Usage};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, setup};
+use super::{expect_requests, header, setup, setup_with};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::message::RpcError;
@@ -93,12 +93,8 @@ pub fn needs_dynamic_tools(caps: &Capabilities) -> Result<(), String> {
     }
 }
 
-fn sse(events: Vec<Value>) -> Scripted {
-    Scripted::sse(events)
-}
-
 async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
-    let script = vec![sse(vec![
+    let script = vec![Scripted::sse(vec![
         events::response_created("resp-1"),
         events::assistant_message("msg-1", "fixture hello"),
         events::completed("resp-1"),
@@ -149,7 +145,7 @@ async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn streaming(ctx: &Ctx) -> anyhow::Result<()> {
-    let script = vec![sse(vec![
+    let script = vec![Scripted::sse(vec![
         events::response_created("resp-1"),
         events::message_item_added_empty("msg-stream"),
         events::output_text_delta("he"),
@@ -205,15 +201,11 @@ async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
         reasoning: 5,
         total: 18,
     };
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![sse(vec![
-            events::response_created("resp-1"),
-            events::assistant_message("msg-usage", "usage applied"),
-            events::completed_with_usage("resp-1", usage),
-        ])])
-        .await?;
-    let app = world.start().await?;
+    let script = vec![Scripted::sse(vec![
+        events::response_created("resp-1"),
+        events::assistant_message("msg-usage", "usage applied"),
+        events::completed_with_usage("resp-1", usage),
+    ])];
     let model = "mock-model-override";
     let (thread_params, options) = if on_thread {
         (json!({"model": model}), TurnOptions::default())
@@ -226,7 +218,8 @@ async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
             },
         )
     };
-    let (thread, _) = world.start_thread(&app, thread_params).await?;
+    let (world, app, thread, _) =
+        setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let mut turn = run_turn(&app, &thread, vec![text("use override")], &options).await?;
     turn.model = model.into();
     ensure_eq!(turn.status.as_str(), "completed", "turn status");
@@ -275,7 +268,7 @@ async fn phases(
         });
     }
     body.push(events::completed("resp-1"));
-    let (world, app, thread) = setup(ctx, vec![sse(body)]).await?;
+    let (world, app, thread) = setup(ctx, vec![Scripted::sse(body)]).await?;
     let turn = run_turn(&app, &thread, vec![text(prompt)], &TurnOptions::default()).await?;
     ensure_eq!(turn.status.as_str(), "completed", "turn status");
     let phase_name = |p: &Option<Phase>| match p {
@@ -346,16 +339,14 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
         stream_max_retries: 5,
         ..Default::default()
     };
-    let mut world = ctx.world(options).await?;
     let failing = || {
-        sse(vec![
+        Scripted::sse(vec![
             events::response_created("resp-failed"),
             events::failed("resp-failed", "server_error", "boom from mock model"),
         ])
     };
-    world.script((0..6).map(|_| failing()).collect()).await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let script = (0..6).map(|_| failing()).collect();
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let started = start_turn(
         &app,
         &thread,
@@ -418,22 +409,23 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
 async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let schema =
         json!({"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]});
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![
-            sse(vec![
-                events::response_created("resp-1"),
-                events::function_call("call-1", "calculate", "{\"value\": 41}"),
-                events::completed("resp-1"),
-            ]),
-            sse(vec![
-                events::response_created("resp-2"),
-                events::assistant_message("msg-tool", "42"),
-                events::completed("resp-2"),
-            ]),
-        ])
-        .await?;
-    let app = world.start().await?;
+    let script = vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::function_call("call-1", "calculate", "{\"value\": 41}"),
+            events::completed("resp-1"),
+        ]),
+        Scripted::sse(vec![
+            events::response_created("resp-2"),
+            events::assistant_message("msg-tool", "42"),
+            events::completed("resp-2"),
+        ]),
+    ];
+    let tool =
+        json!({"type":"function","name":"calculate","description":"Add one.","inputSchema":schema});
+    let thread_params = json!({"dynamicTools": [tool]});
+    let (world, app, thread, _) =
+        setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let calls: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = calls.clone();
     app.handle("item/tool/call", move |params| {
@@ -443,11 +435,6 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
         }
         Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": \"42\"}"}],"success":true}))
     });
-    let tool =
-        json!({"type":"function","name":"calculate","description":"Add one.","inputSchema":schema});
-    let (thread, _) = world
-        .start_thread(&app, json!({"dynamicTools": [tool]}))
-        .await?;
     let turn = run_turn(
         &app,
         &thread,

@@ -9,7 +9,7 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::expect_requests;
+use super::{expect_requests, rpc_error, setup_with};
 use crate::app_server::AppServer;
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -118,15 +118,12 @@ fn goal_options(caps: &Capabilities) -> WorldOptions {
 
 /// A goal world with a bootstrapped thread (§0.6): 1 request.
 async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer>, String)> {
-    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
-    world
-        .script(vec![Scripted::sse(bodies::assistant_reply(
-            "resp-boot",
-            "thread ready",
-        ))])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let script = vec![Scripted::sse(bodies::assistant_reply(
+        "resp-boot",
+        "thread ready",
+    ))];
+    let (world, app, thread, _) =
+        setup_with(ctx, goal_options(&ctx.caps), script, json!({})).await?;
     let turn = run_turn(
         &app,
         &thread,
@@ -213,17 +210,10 @@ fn goal(result: &Value) -> anyhow::Result<&Value> {
         .with_context(|| format!("no goal in {result}"))
 }
 
-fn rpc_error(
-    result: Result<Value, crate::app_server::CallError>,
-    what: &str,
-) -> anyhow::Result<String> {
-    match result {
-        Ok(v) => bail!("{what} succeeded: {v}"),
-        Err(e) => Ok(e
-            .rpc()
-            .map(|r| r.message.clone())
-            .unwrap_or_else(|| e.to_string())),
-    }
+/// `(status, tokenBudget)` of the goal in a set/get result.
+fn status_budget(result: &Value) -> anyhow::Result<(Value, Value)> {
+    let g = goal(result)?;
+    Ok((g["status"].clone(), g["tokenBudget"].clone()))
 }
 
 async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
@@ -383,10 +373,7 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
         )
         .await?;
     ensure_eq!(
-        (
-            goal(&g)?["status"].clone(),
-            goal(&g)?["tokenBudget"].clone()
-        ),
+        status_budget(&g)?,
         (json!("paused"), json!(5000)),
         "first set"
     );
@@ -394,10 +381,7 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
         .goal_set(&thread, json!({"objective": "Keep budget"}))
         .await?;
     ensure_eq!(
-        (
-            goal(&g)?["status"].clone(),
-            goal(&g)?["tokenBudget"].clone()
-        ),
+        status_budget(&g)?,
         (json!("paused"), json!(5000)),
         "objective only"
     );
@@ -409,10 +393,7 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let g = app.goal_set(&thread, json!({"tokenBudget": null})).await?;
     ensure_eq!(
-        (
-            goal(&g)?["status"].clone(),
-            goal(&g)?["tokenBudget"].clone()
-        ),
+        status_budget(&g)?,
         (json!("paused"), Value::Null),
         "null budget"
     );
@@ -420,7 +401,8 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
         let message = rpc_error(
             app.goal_set(&thread, json!({"tokenBudget": bad})).await,
             &format!("tokenBudget {bad}"),
-        )?;
+        )?
+        .message;
         ensure!(
             message.contains("goal budgets must be positive when provided"),
             "tokenBudget {bad}: {message}"
@@ -494,9 +476,8 @@ async fn stopped_statuses(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn goal_first(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let (world, app, thread, _) =
+        setup_with(ctx, goal_options(&ctx.caps), vec![], json!({})).await?;
     let g = app
         .goal_set(
             &thread,
@@ -560,11 +541,15 @@ async fn continuation(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(goal_options(&ctx.caps)).await?;
-    let app = world.start().await?;
-    let (thread, started) = world.start_thread(&app, json!({"ephemeral": true})).await?;
+    let (world, app, thread, started) = setup_with(
+        ctx,
+        goal_options(&ctx.caps),
+        vec![],
+        json!({"ephemeral": true}),
+    )
+    .await?;
     ensure_eq!(started["thread"]["path"], Value::Null, "thread.path");
-    let m = rpc_error(app.goal_get(&thread).await, "get on an ephemeral thread")?;
+    let m = rpc_error(app.goal_get(&thread).await, "get on an ephemeral thread")?.message;
     ensure!(
         m.starts_with("ephemeral thread does not support goals"),
         "get: {m}"
@@ -573,7 +558,8 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         app.goal_set(&thread, json!({"objective": "x", "status": "paused"}))
             .await,
         "set on an ephemeral thread",
-    )?;
+    )?
+    .message;
     ensure!(
         m.starts_with("ephemeral thread does not support goals"),
         "set: {m}"

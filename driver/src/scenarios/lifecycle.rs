@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use codex_parity_sidecar::Scripted;
-use codex_parity_sidecar::events;
+use codex_parity_sidecar::{bodies, events};
 use serde_json::{Value, json};
 
-use super::{expect_requests, setup};
+use super::{expect_requests, rpc_error, setup, setup_with};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario};
@@ -60,9 +60,7 @@ fn needs_ephemeral(caps: &Capabilities) -> Result<(), String> {
 async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = setup(
         ctx,
-        vec![Scripted::sse(
-            codex_parity_sidecar::bodies::assistant_reply("resp-1", "shaped"),
-        )],
+        vec![Scripted::sse(bodies::assistant_reply("resp-1", "shaped"))],
     )
     .await?;
     let turn = run_turn(
@@ -226,14 +224,10 @@ async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![Scripted::sse(
-            codex_parity_sidecar::bodies::assistant_reply("resp-1", "fleeting"),
-        )])
-        .await?;
-    let app = world.start().await?;
-    let (thread, started) = world.start_thread(&app, json!({"ephemeral": true})).await?;
+    let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "fleeting"))];
+    let thread_params = json!({"ephemeral": true});
+    let (mut world, app, thread, started) =
+        setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     ensure_eq!(
         started["thread"]["ephemeral"],
         json!(true),
@@ -257,15 +251,11 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         "an ephemeral thread wrote rollouts: {rollouts:?}"
     );
     let again = world.start().await?;
-    let err = again
-        .call("thread/resume", json!({"threadId": thread}))
-        .await
-        .err()
-        .context("resuming an ephemeral thread from a new process succeeded")?;
-    let message = err
-        .rpc()
-        .map(|e| e.message.clone())
-        .unwrap_or_else(|| err.to_string());
+    let message = rpc_error(
+        again.thread_resume(&thread, json!({})).await,
+        "resuming an ephemeral thread from a new process",
+    )?
+    .message;
     ensure!(
         message.contains("no rollout found for thread id"),
         "resume error: {message}"

@@ -10,12 +10,14 @@ pub mod protocol;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
 
-use crate::app_server::AppServer;
+use crate::app_server::{AppServer, CallError};
+use crate::message::RpcError;
 use crate::scenario::Ctx;
 use crate::world::WorldOptions;
 
@@ -43,15 +45,37 @@ pub fn header<'a>(r: &'a CapturedRequest, name: &str) -> anyhow::Result<&'a str>
         .with_context(|| format!("request #{} has no {name} header", r.index))
 }
 
-/// A world with the default options and `script` queued, an initialized app-server and a
-/// thread in the workspace: the start of most scenarios.
+/// A world with `options` and `script` queued, an initialized app-server and a thread
+/// started with `thread_params` in the workspace: the start of most scenarios. Returns the
+/// world, the app-server, the thread id and the `thread/start` result.
+pub async fn setup_with(
+    ctx: &Ctx,
+    options: WorldOptions,
+    script: Vec<Scripted>,
+    thread_params: Value,
+) -> anyhow::Result<(World, Arc<AppServer>, String, Value)> {
+    let mut world = ctx.world(options).await?;
+    world.script(script).await?;
+    let app = world.start().await?;
+    let (thread, started) = world.start_thread(&app, thread_params).await?;
+    Ok((world, app, thread, started))
+}
+
+/// [`setup_with`] with the default options and a plain thread.
 pub async fn setup(
     ctx: &Ctx,
     script: Vec<Scripted>,
 ) -> anyhow::Result<(World, Arc<AppServer>, String)> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world.script(script).await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, serde_json::json!({})).await?;
+    let (world, app, thread, _) =
+        setup_with(ctx, WorldOptions::default(), script, json!({})).await?;
     Ok((world, app, thread))
+}
+
+/// The JSON-RPC error a call must have ended with; fails if it succeeded or failed
+/// otherwise (timeout, exit).
+pub fn rpc_error(result: Result<Value, CallError>, what: &str) -> anyhow::Result<RpcError> {
+    match result {
+        Ok(v) => bail!("{what} succeeded: {v}"),
+        Err(e) => e.rpc().cloned().with_context(|| format!("{what}: {e}")),
+    }
 }

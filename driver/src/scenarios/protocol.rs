@@ -8,8 +8,8 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
-use super::expect_requests;
-use crate::app_server::AppServer;
+use super::{expect_requests, rpc_error, setup};
+use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, text};
@@ -46,17 +46,13 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
+/// The code and message of the RPC error a call must have ended with.
 fn rpc_message(
-    result: Result<serde_json::Value, crate::app_server::CallError>,
+    result: Result<serde_json::Value, CallError>,
     what: &str,
 ) -> anyhow::Result<(i64, String)> {
-    match result {
-        Ok(v) => bail!("{what} succeeded: {v}"),
-        Err(e) => {
-            let rpc = e.rpc().with_context(|| format!("{what}: {e}"))?;
-            Ok((rpc.code, rpc.message.clone()))
-        }
-    }
+    let e = rpc_error(result, what)?;
+    Ok((e.code, e.message))
 }
 
 async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
@@ -138,17 +134,12 @@ async fn method_inventory(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
+/// `initialize` with experimental API on and the given notification opt-outs.
 async fn initialize_with(app: &AppServer, opt_out: &[&str]) -> anyhow::Result<()> {
-    app.call(
-        "initialize",
-        json!({
-            "clientInfo": {"name": "codex-parity", "title": "codex-parity", "version": env!("CARGO_PKG_VERSION")},
-            "capabilities": {"experimentalApi": true, "optOutNotificationMethods": opt_out},
-        }),
-    )
-    .await
-    .context("initialize")?;
-    app.notify("initialized", serde_json::Value::Null)
+    app.initialize_with(json!({"experimentalApi": true, "optOutNotificationMethods": opt_out}))
+        .await
+        .context("initialize")?;
+    Ok(())
 }
 
 async fn opt_out(ctx: &Ctx) -> anyhow::Result<()> {
@@ -181,14 +172,8 @@ async fn opt_out(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn hermetic(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    world
-        .script(vec![Scripted::sse(bodies::assistant_reply(
-            "resp-1", "sealed",
-        ))])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "sealed"))];
+    let (world, app, thread) = setup(ctx, script).await?;
     let turn = run_turn(
         &app,
         &thread,
