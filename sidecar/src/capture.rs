@@ -63,20 +63,14 @@ pub(crate) fn merge_headers<'a>(
 
 /// Decodes a raw body by the request's `content-encoding`; on failure keeps the raw bytes and
 /// returns the error text.
-pub(crate) fn decoded_body(
-    headers: &[(String, String)],
-    raw: Vec<u8>,
-) -> (Vec<u8>, Option<String>) {
+pub(crate) fn decoded_body(headers: &[(String, String)], raw: &[u8]) -> (Vec<u8>, Option<String>) {
     let encoding = headers
         .iter()
         .find(|(n, _)| n == "content-encoding")
         .map(|(_, v)| v.as_str());
-    if encoding.is_none() {
-        return (raw, None);
-    }
-    match decode::decode_body(encoding, &raw) {
+    match decode::decode_body(encoding, raw) {
         Ok(body) => (body, None),
-        Err(e) => (raw, Some(e.to_string())),
+        Err(e) => (raw.to_vec(), Some(e.to_string())),
     }
 }
 

@@ -115,7 +115,7 @@ pub enum CapturedError {
 impl CapturedRequest {
     /// Whether this is a model request (`POST` on a path ending in `/responses`).
     pub fn is_model_request(&self) -> bool {
-        self.method.eq_ignore_ascii_case("POST") && self.path.ends_with("/responses")
+        crate::capture::is_model_request(&self.method, &self.path)
     }
 
     /// The body as JSON; an error if it was not JSON.
@@ -142,9 +142,7 @@ impl CapturedRequest {
     /// Whether the body contains `text`, as is or after JSON string escaping (so quotes and
     /// newlines inside JSON strings match).
     pub fn body_contains_text(&self, text: &str) -> bool {
-        let body = String::from_utf8_lossy(&self.body_bytes()).into_owned();
-        let escaped = Value::from(text).to_string();
-        body.contains(text) || body.contains(&escaped[1..escaped.len() - 1])
+        crate::script::contains_raw_or_escaped(&String::from_utf8_lossy(&self.body_bytes()), text)
     }
 
     /// The URL path.

@@ -149,35 +149,20 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
             continue;
         }
         let (id, command) = parse_command(&line);
-        let reply = match command {
-            Ok(Command::Shutdown) => {
-                let (reply, status) = finish(&server, &args);
-                write_line(&reply.to_line(id.as_ref()))?;
-                return Ok(status);
-            }
-            Ok(Command::Requests {
-                min,
-                timeout_ms,
-                since,
-                all,
-            }) => {
-                let filter = RequestFilter { since, all };
-                let min = usize::try_from(min).unwrap_or(usize::MAX);
-                server
-                    .wait_for(filter, min, Duration::from_millis(timeout_ms))
-                    .await;
-                write_line(&server.requests_reply_line(filter, id.as_ref()))?;
-                continue;
-            }
-            Ok(command) => handle(&server, command).await,
+        let (reply, exit) = match command {
+            Ok(command) => handle(&server, &args, command, id.as_ref()).await,
             Err(e) => {
                 eprintln!("codex-parity-sidecar: bad command: {e}");
-                Reply::Error {
+                let reply = Reply::Error {
                     message: e.to_string(),
-                }
+                };
+                (reply.to_line(id.as_ref()), None)
             }
         };
-        write_line(&reply.to_line(id.as_ref()))?;
+        write_line(&reply)?;
+        if let Some(status) = exit {
+            return Ok(status);
+        }
     }
     eprintln!("codex-parity-sidecar: stdin closed, shutting down");
     Ok(finish(&server, &args).1)
@@ -192,8 +177,32 @@ async fn start(args: &Args) -> anyhow::Result<(Server, Vec<Scripted>)> {
     Ok((server, script))
 }
 
-async fn handle(server: &Server, command: Command) -> Reply {
-    match command {
+/// Runs one command: its reply line, and the exit status when it ends the sidecar.
+async fn handle(
+    server: &Server,
+    args: &Args,
+    command: Command,
+    id: Option<&Value>,
+) -> (String, Option<i32>) {
+    let reply = match command {
+        Command::Requests {
+            min,
+            timeout_ms,
+            since,
+            all,
+        } => {
+            // Rendered straight to text: a long capture never exists twice as parsed JSON.
+            let filter = RequestFilter { since, all };
+            let min = usize::try_from(min).unwrap_or(usize::MAX);
+            server
+                .wait_for(filter, min, Duration::from_millis(timeout_ms))
+                .await;
+            return (server.requests_reply_line(filter, id), None);
+        }
+        Command::Shutdown => {
+            let (reply, status) = finish(server, args);
+            return (reply.to_line(id), Some(status));
+        }
         Command::Enqueue { responses } => match server.enqueue(&responses) {
             Ok(pending) => Reply::Enqueued { pending },
             Err(e) => Reply::Error {
@@ -204,23 +213,13 @@ async fn handle(server: &Server, command: Command) -> Reply {
             server.set_models(&body);
             Reply::Ok
         }
-        Command::Status => {
-            let s = server.status();
-            Reply::Status {
-                pending: s.pending,
-                served: s.served,
-                unscripted: s.unscripted,
-                captured: s.captured,
-            }
-        }
+        Command::Status => Reply::Status(server.status()),
         Command::Reset => {
             server.reset().await;
             Reply::Ok
         }
-        Command::Shutdown | Command::Requests { .. } => Reply::Error {
-            message: "handled by the command loop".into(),
-        },
-    }
+    };
+    (reply.to_line(id), None)
 }
 
 /// The shutdown reply and exit status; names leftovers on stderr.

@@ -1,6 +1,7 @@
 //! Request body decoding by `content-encoding` (`responses-wire-format.md` §8.3): a
 //! comma-separated, case-insensitive list of `zstd`, `gzip` and `identity`.
 
+use std::borrow::Cow;
 use std::io::Read;
 
 /// A body that could not be decoded.
@@ -29,28 +30,24 @@ pub enum DecodeError {
 /// assert!(decode_body(Some("br"), b"{}").is_err());
 /// ```
 pub fn decode_body(content_encoding: Option<&str>, body: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    let encodings: Vec<String> = content_encoding
-        .unwrap_or("")
-        .split(',')
-        .map(|e| e.trim().to_ascii_lowercase())
-        .filter(|e| !e.is_empty())
-        .collect();
-    let mut data = body.to_vec();
-    for encoding in encodings.iter().rev() {
-        data = match encoding.as_str() {
+    // Borrowed until a decoder actually produces new bytes.
+    let mut data = Cow::Borrowed(body);
+    let encodings = content_encoding.unwrap_or("").rsplit(',').map(str::trim);
+    for encoding in encodings.filter(|e| !e.is_empty()) {
+        data = match encoding.to_ascii_lowercase().as_str() {
             "identity" => data,
-            "zstd" => zstd::stream::decode_all(data.as_slice()).map_err(|e| invalid("zstd", e))?,
+            "zstd" => Cow::Owned(zstd::stream::decode_all(&*data).map_err(|e| invalid("zstd", e))?),
             "gzip" | "x-gzip" => {
                 let mut out = Vec::new();
-                flate2::read::MultiGzDecoder::new(data.as_slice())
+                flate2::read::MultiGzDecoder::new(&*data)
                     .read_to_end(&mut out)
                     .map_err(|e| invalid("gzip", e))?;
-                out
+                Cow::Owned(out)
             }
             other => return Err(DecodeError::Unsupported(other.to_string())),
         };
     }
-    Ok(data)
+    Ok(data.into_owned())
 }
 
 fn invalid(encoding: &str, error: std::io::Error) -> DecodeError {

@@ -235,21 +235,37 @@ pub enum Reply {
     /// Done.
     Ok,
     /// Counters.
-    Status {
-        /// Scripted responses still queued.
-        pending: usize,
-        /// Scripted responses served.
-        served: u64,
-        /// Requests that got no scripted response.
-        unscripted: u64,
-        /// Requests captured.
-        captured: usize,
-    },
+    Status(Status),
     /// The command failed; the sidecar keeps serving.
     Error {
         /// What went wrong.
         message: String,
     },
+}
+
+/// Counters of the `status` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// Scripted responses still queued.
+    pub pending: usize,
+    /// Scripted responses served.
+    pub served: u64,
+    /// Requests answered with the "no scripted response was left" 500.
+    pub unscripted: u64,
+    /// Requests captured (any method and path).
+    pub captured: usize,
+}
+
+/// Adds `"id":ID` to a line holding one JSON object (it must end with `}`).
+pub(crate) fn push_id(line: &mut String, id: Option<&Value>) {
+    if let Some(id) = id
+        && line.ends_with('}')
+    {
+        line.pop();
+        line.push_str(",\"id\":");
+        line.push_str(&id.to_string());
+        line.push('}');
+    }
 }
 
 impl Reply {
@@ -261,12 +277,7 @@ impl Reply {
             // Serializing these plain types cannot fail; answer with an error line anyway.
             Err(e) => return with_id(json!({"type": "error", "message": e.to_string()}), id),
         };
-        if let Some(id) = id {
-            line.pop(); // the closing brace of the object
-            line.push_str(",\"id\":");
-            line.push_str(&id.to_string());
-            line.push('}');
-        }
+        push_id(&mut line, id);
         line
     }
 

@@ -72,10 +72,11 @@ impl Queue {
         headers: &[(String, String)],
     ) -> Option<(u64, ResponseTemplate)> {
         let specific = if self.conditional > 0 {
+            let text = String::from_utf8_lossy(body);
             self.entries.iter().position(|e| {
                 e.when
                     .as_ref()
-                    .is_some_and(|when| when.matches(body, headers))
+                    .is_some_and(|when| when.matches_text(&text, headers))
             })
         } else {
             None
@@ -110,7 +111,7 @@ pub(crate) fn template_for(scripted: &Scripted) -> Result<ResponseTemplate, Scri
     scripted.validate()?;
     let (status, body, mut mime) = match &scripted.reply {
         ScriptedReply::Sse(events) => {
-            let text = sse::frame(events).map_err(|e| ScriptError::Shape(e.to_string()))?;
+            let text = sse::frame(events)?;
             (200, text.into_bytes(), "text/event-stream".to_string())
         }
         ScriptedReply::HttpError { status, body } => match body {

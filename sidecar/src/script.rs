@@ -36,6 +36,12 @@ pub enum ScriptError {
     },
 }
 
+impl From<sse::SseError> for ScriptError {
+    fn from(e: sse::SseError) -> Self {
+        ScriptError::Shape(e.to_string())
+    }
+}
+
 fn shape(message: impl Into<String>) -> ScriptError {
     ScriptError::Shape(message.into())
 }
@@ -74,11 +80,15 @@ impl When {
     /// Whether a request with this decoded body and these headers (names lower-case) meets
     /// the condition.
     pub fn matches(&self, body: &[u8], headers: &[(String, String)]) -> bool {
-        let text = String::from_utf8_lossy(body);
+        self.matches_text(&String::from_utf8_lossy(body), headers)
+    }
+
+    /// [`When::matches`] for a body already read as text (so a queue converts it once).
+    pub(crate) fn matches_text(&self, text: &str, headers: &[(String, String)]) -> bool {
         let bodies_ok = self
             .body_contains
             .iter()
-            .all(|needle| text.contains(needle.as_str()) || text.contains(&json_escaped(needle)));
+            .all(|needle| contains_raw_or_escaped(text, needle));
         bodies_ok
             && self.headers.iter().all(|(name, value)| {
                 headers
@@ -151,6 +161,12 @@ impl When {
 fn json_escaped(text: &str) -> String {
     let quoted = Value::from(text).to_string();
     quoted[1..quoted.len() - 1].to_string()
+}
+
+/// Whether `hay` contains `needle` as is or after JSON string escaping (so quotes and
+/// newlines inside JSON strings match).
+pub(crate) fn contains_raw_or_escaped(hay: &str, needle: &str) -> bool {
+    hay.contains(needle) || hay.contains(&json_escaped(needle))
 }
 
 /// One scripted response: what to send, after how long, with which extra headers, and for
@@ -381,7 +397,7 @@ impl Scripted {
     pub fn validate(&self) -> Result<(), ScriptError> {
         match &self.reply {
             ScriptedReply::Sse(events) => {
-                sse::frame(events).map_err(|e| shape(e.to_string()))?;
+                sse::check(events)?;
             }
             ScriptedReply::HttpError { status, .. } => {
                 if !(100..=999).contains(status) {

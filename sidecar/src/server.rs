@@ -16,29 +16,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::capture::{Capture, decoded_body, is_model_request, merge_headers};
-use crate::captured::{CapturedRequest, Outcome};
+use crate::captured::Outcome;
+use crate::protocol::{Status, push_id};
 use crate::queue::Queue;
 use crate::script::{ScriptError, Scripted};
-
-/// Counters of the `status` reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Status {
-    /// Scripted responses still queued.
-    pub pending: usize,
-    /// Scripted responses served.
-    pub served: u64,
-    /// Requests answered with the "no scripted response was left" 500.
-    pub unscripted: u64,
-    /// Requests captured (any method and path).
-    pub captured: usize,
-}
 
 /// Which captured requests a query wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,8 +55,6 @@ pub struct Leftovers {
 struct State {
     queue: Queue,
     captured: Vec<Arc<Capture>>,
-    served: u64,
-    unscripted: u64,
     models: ResponseTemplate,
 }
 
@@ -115,8 +101,6 @@ impl Server {
             state: Mutex::new(State {
                 queue: Queue::default(),
                 captured: Vec::new(),
-                served: 0,
-                unscripted: 0,
                 models: models_template(&json!({"models": []})),
             }),
             arrived: Notify::new(),
@@ -155,10 +139,12 @@ impl Server {
     /// The counters of the `status` reply.
     pub fn status(&self) -> Status {
         let state = self.shared.lock();
+        let count =
+            |f: &dyn Fn(&Capture) -> bool| state.captured.iter().filter(|c| f(c)).count() as u64;
         Status {
             pending: state.queue.len(),
-            served: state.served,
-            unscripted: state.unscripted,
+            served: count(&|c| c.is_model_request() && c.outcome == Outcome::Scripted),
+            unscripted: count(&|c| c.outcome == Outcome::Unscripted),
             captured: state.captured.len(),
         }
     }
@@ -169,20 +155,10 @@ impl Server {
             let mut state = self.shared.lock();
             state.queue.clear();
             state.captured = Vec::new();
-            state.served = 0;
-            state.unscripted = 0;
         }
         // wiremock keeps a copy of every request a mock matched; remounting drops them.
         self.mock.reset().await;
         mount(&self.mock, &self.shared).await;
-    }
-
-    /// Captured requests matching `filter`, in arrival order.
-    pub fn requests(&self, filter: RequestFilter) -> Vec<CapturedRequest> {
-        self.snapshot(filter)
-            .iter()
-            .map(|c| c.to_captured_request())
-            .collect()
     }
 
     /// The records matching `filter` (shared, so the lock is held only to copy pointers).
@@ -210,25 +186,9 @@ impl Server {
                 Err(_) => line.push_str("null"),
             }
         }
-        line.push(']');
-        if let Some(id) = id {
-            line.push_str(",\"id\":");
-            line.push_str(&id.to_string());
-        }
-        line.push('}');
+        line.push_str("]}");
+        push_id(&mut line, id);
         line
-    }
-
-    /// Waits until at least `min` requests match `filter` or `timeout` passes, then returns
-    /// those that do (a short list on timeout).
-    pub async fn wait_for_requests(
-        &self,
-        filter: RequestFilter,
-        min: usize,
-        timeout: Duration,
-    ) -> Vec<CapturedRequest> {
-        self.wait_for(filter, min, timeout).await;
-        self.requests(filter)
     }
 
     /// Waits until at least `min` requests match `filter` or `timeout` passes.
@@ -277,7 +237,7 @@ impl Respond for Responder {
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_bytes())),
         );
-        let (body, decode_error) = decoded_body(&headers, request.body.clone());
+        let (body, decode_error) = decoded_body(&headers, &request.body);
         let mut capture = Capture {
             index: 0,
             method,
@@ -301,33 +261,37 @@ impl Respond for Responder {
         } else {
             None
         };
-        let template = match answer {
-            Some(template) => {
-                state.served += u64::from(capture.is_model_request());
-                template
-            }
+        let (template, log) = match answer {
+            Some(template) => (template, None),
             None => {
-                state.unscripted += 1;
                 capture.outcome = Outcome::Unscripted;
                 let message = unscripted_message(&capture, state.queue.len());
-                eprintln!("{message}");
-                ResponseTemplate::new(500).set_body_raw(
-                    json!({"error": {
-                        "message": message,
-                        "type": "unscripted_request",
-                        "param": null,
-                        "code": "unscripted_request"
-                    }})
-                    .to_string(),
-                    "application/json",
-                )
+                (unscripted_response(&message), Some(message))
             }
         };
         state.captured.push(Arc::new(capture));
         drop(state);
         self.shared.arrived.notify_waiters();
+        // Log only after the lock is released: a slow stderr must not stall other requests.
+        if let Some(message) = log {
+            eprintln!("{message}");
+        }
         template
     }
+}
+
+/// The 500 an unscripted request gets: an OpenAI-style error carrying `message`.
+fn unscripted_response(message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(500).set_body_raw(
+        json!({"error": {
+            "message": message,
+            "type": "unscripted_request",
+            "param": null,
+            "code": "unscripted_request"
+        }})
+        .to_string(),
+        "application/json",
+    )
 }
 
 fn unscripted_message(capture: &Capture, pending: usize) -> String {

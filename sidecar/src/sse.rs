@@ -35,14 +35,28 @@ pub fn frame(events: &[Value]) -> Result<String, SseError> {
     Ok(out)
 }
 
-fn frame_event(index: usize, event: &Value, out: &mut String) -> Result<(), SseError> {
-    let object = event.as_object();
-    let Some(kind) = object.and_then(|o| o.get("type")).and_then(Value::as_str) else {
-        return Err(SseError::MissingType {
+/// Checks that every event can be framed (each has a string `type`), without framing.
+pub fn check(events: &[Value]) -> Result<(), SseError> {
+    for (index, event) in events.iter().enumerate() {
+        event_type(index, event)?;
+    }
+    Ok(())
+}
+
+/// The event's `type`, or the error naming it.
+fn event_type(index: usize, event: &Value) -> Result<&str, SseError> {
+    event
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| SseError::MissingType {
             index,
             event: shorten(&event.to_string(), 200),
-        });
-    };
+        })
+}
+
+fn frame_event(index: usize, event: &Value, out: &mut String) -> Result<(), SseError> {
+    let kind = event_type(index, event)?;
+    let object = event.as_object();
     out.push_str("event: ");
     out.push_str(kind);
     out.push('\n');

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use codex_parity_sidecar::{CapturedRequest, Scripted, bodies, events, sse};
-use common::{Sidecar, http, post_json};
+use common::{Sidecar, config_file, http, post_json};
 use serde_json::{Value, json};
 
 const DOC_BODY: &str = concat!(
@@ -29,15 +29,9 @@ fn doc_events() -> Vec<Value> {
     ]
 }
 
-fn config_file(contents: &Value) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    file.write_all(contents.to_string().as_bytes()).unwrap();
-    file
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_response_is_served_as_the_exact_sse_bytes() {
-    let config = config_file(&json!({"responses": [doc_events()]}));
+    let config = config_file(&json!({"responses": [doc_events()]}).to_string());
     let sidecar = Sidecar::spawn(&["--config", config.path().to_str().unwrap()]);
     let response = post_json(&sidecar.base_url(), &json!({"input": []})).await;
     assert_eq!(response.status, 200);

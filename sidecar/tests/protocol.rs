@@ -2,17 +2,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::{BIN, Sidecar, post_json};
+use common::{BIN, Sidecar, config_file, post_json};
 use serde_json::{Value, json};
-
-fn config_file(text: &str) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    file.write_all(text.as_bytes()).unwrap();
-    file
-}
 
 /// Runs the binary with `args` and no stdin; returns (status code, stdout, stderr).
 fn run(args: &[&str]) -> (Option<i32>, String, String) {

@@ -10,6 +10,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
+/// A temporary config file holding `text`.
+pub fn config_file(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    file
+}
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 
 /// How long a test waits for one stdout line before failing instead of hanging.
