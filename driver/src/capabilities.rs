@@ -37,15 +37,15 @@ impl Capabilities {
         let stable = dir.path().join("stable");
         generate(binary, &exp, true).await?;
         generate(binary, &stable, false).await?;
-        let mut caps = Capabilities {
-            client_methods: methods(&exp.join("ClientRequest.json"))?,
-            stable_client_methods: methods(&stable.join("ClientRequest.json"))?,
-            server_requests: methods(&exp.join("ServerRequest.json"))?,
-            notifications: methods(&exp.join("ServerNotification.json"))?,
-            ..Default::default()
-        };
         let client = read_json(&exp.join("ClientRequest.json"))?;
         let server = read_json(&exp.join("ServerNotification.json"))?;
+        let mut caps = Capabilities {
+            client_methods: methods_of(&client),
+            stable_client_methods: methods(&stable.join("ClientRequest.json"))?,
+            server_requests: methods(&exp.join("ServerRequest.json"))?,
+            notifications: methods_of(&server),
+            ..Default::default()
+        };
         for doc in [&client, &server] {
             if let Some(defs) = doc.get("definitions").and_then(Value::as_object) {
                 for (name, def) in defs {
