@@ -3,7 +3,6 @@
 //! and the wall time of the whole registry on one binary.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use crate::binaries::CodexBinary;
@@ -40,13 +39,8 @@ pub async fn overhead(
     };
     for _ in 0..runs {
         let t0 = Instant::now();
-        let mut world = World::new(
-            binary,
-            settings,
-            WorldOptions::default(),
-            Arc::new(AtomicUsize::new(0)),
-        )
-        .await?;
+        let mut world =
+            World::new(binary, settings, WorldOptions::default(), Arc::default()).await?;
         let t1 = Instant::now();
         world.start().await?;
         let t2 = Instant::now();

@@ -10,6 +10,7 @@
 //! [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
 
 pub mod app_server;
+pub mod baseline;
 pub mod bench;
 pub mod binaries;
 pub mod capabilities;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use codex_parity::baseline::Baseline;
 use codex_parity::binaries::{self, CodexBinary};
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner::{self, Record};
@@ -154,7 +155,7 @@ async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let binaries = binaries_for(&args).await?;
-    let targets = runner::prepare(binaries).await?;
+    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
     let mut scenarios = scenario::registry();
     if let Some(f) = &args.filter {
         scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
@@ -230,8 +231,9 @@ fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[
                 .count()
         };
         println!(
-            "{l}: {} passed, {} failed, {} not applicable",
+            "{l}: {} passed, {} as the baseline expects (drift), {} failed, {} not applicable",
             count("pass"),
+            count("drift"),
             count("FAIL"),
             count("n/a")
         );
@@ -248,6 +250,11 @@ fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[
             }
             Outcome::NotApplicable(reason) => {
                 println!("n/a  {}[{}]: {reason}", r.scenario, r.label)
+            }
+            Outcome::Drift(known) => {
+                for k in known {
+                    println!("drift {}[{}]: {k}", r.scenario, r.label);
+                }
             }
             Outcome::Passed => {}
         }

@@ -1,12 +1,14 @@
 //! Runs scenarios across codex binaries, in parallel up to a job limit, and collects one
 //! record per scenario and binary. Shared by the test harness and `codex-parity run`.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
 
+use crate::baseline::Baseline;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::scenario::{Outcome, Scenario, run_scenario};
@@ -19,18 +21,25 @@ pub struct Target {
     pub binary: CodexBinary,
     /// What it supports.
     pub caps: Arc<Capabilities>,
+    /// What its version is known to do differently.
+    pub baseline: Arc<Baseline>,
 }
 
-/// Reads the capabilities of every binary.
-pub async fn prepare(binaries: Vec<CodexBinary>) -> anyhow::Result<Vec<Target>> {
+/// Reads the capabilities of every binary and its baseline from `expected_dir`.
+pub async fn prepare(
+    binaries: Vec<CodexBinary>,
+    expected_dir: &Path,
+) -> anyhow::Result<Vec<Target>> {
     let mut targets = Vec::new();
     for binary in binaries {
         let caps = Capabilities::detect(&binary)
             .await
             .with_context(|| format!("reading the protocol schema of {}", binary.path.display()))?;
+        let baseline = Baseline::load(expected_dir, &binary.version)?;
         targets.push(Target {
             binary,
             caps: Arc::new(caps),
+            baseline: Arc::new(baseline),
         });
     }
     Ok(targets)
@@ -88,8 +97,7 @@ pub async fn run_all(
         let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
         handles[i] = Some(tokio::spawn(async move {
             let _permit = limit.acquire_owned().await;
-            let (outcome, duration) =
-                run_scenario(&scenario, &target.binary, target.caps.clone(), settings).await;
+            let (outcome, duration) = run_scenario(&scenario, &target, settings).await;
             let record = Record::new(&scenario, &target, outcome, duration);
             on_done(&record);
             record

@@ -3,12 +3,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
+use crate::runner::Target;
 use crate::world::{Settings, World, WorldOptions};
 
 /// A boxed, sendable future.
@@ -79,6 +80,9 @@ pub fn always(_: &Capabilities) -> Result<(), String> {
 pub enum Outcome {
     /// Every assertion held.
     Passed,
+    /// Every assertion held except divergences this version's baseline lists: each with
+    /// the baseline's reason and what was seen.
+    Drift(Vec<String>),
     /// Something did not hold: the reason.
     Failed(String),
     /// The binary cannot do what the scenario needs: the reason. Never counted as passed.
@@ -86,10 +90,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The matrix word: `pass`, `FAIL` or `n/a`.
+    /// The matrix word: `pass`, `drift` (as the baseline expects), `FAIL` or `n/a`.
     pub fn word(&self) -> &'static str {
         match self {
             Outcome::Passed => "pass",
+            Outcome::Drift(_) => "drift",
             Outcome::Failed(_) => "FAIL",
             Outcome::NotApplicable(_) => "n/a",
         }
@@ -105,7 +110,32 @@ pub struct Ctx {
     /// Run-wide settings.
     pub settings: Arc<Settings>,
     created: AtomicUsize,
-    finished: Arc<AtomicUsize>,
+    tally: Arc<Tally>,
+}
+
+/// What the worlds of one scenario run report back to it.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Worlds whose after-scenario checks ran.
+    pub finished: AtomicUsize,
+    /// Divergences of this codex version (see [`crate::baseline`]).
+    pub drift: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    /// Records a divergence.
+    pub fn drift(&self, what: String) {
+        if let Ok(mut drift) = self.drift.lock() {
+            drift.push(what);
+        }
+    }
+
+    fn take_drift(&self) -> Vec<String> {
+        self.drift
+            .lock()
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default()
+    }
 }
 
 impl Ctx {
@@ -116,47 +146,55 @@ impl Ctx {
             caps,
             settings,
             created: AtomicUsize::new(0),
-            finished: Arc::new(AtomicUsize::new(0)),
+            tally: Arc::default(),
         }
+    }
+
+    /// Records that this codex version differs from the catalogue, and goes on. The
+    /// scenario fails at the end unless the version's baseline lists the divergence
+    /// (`fixtures/expected/VERSION.json`, see [`crate::baseline`]).
+    pub fn drift(&self, what: impl Into<String>) {
+        self.tally.drift(what.into());
     }
 
     /// A fresh world. The scenario must end it with [`World::finish`].
     pub async fn world(&self, options: WorldOptions) -> anyhow::Result<World> {
         self.created.fetch_add(1, Ordering::SeqCst);
-        World::new(&self.binary, &self.settings, options, self.finished.clone()).await
+        World::new(&self.binary, &self.settings, options, self.tally.clone()).await
     }
 }
 
-/// Runs one scenario on one binary, with its timeout.
+/// Runs one scenario on one target, with its timeout, and judges it against the target's
+/// baseline.
 pub async fn run_scenario(
     scenario: &Scenario,
-    binary: &CodexBinary,
-    caps: Arc<Capabilities>,
+    target: &Target,
     settings: Arc<Settings>,
 ) -> (Outcome, Duration) {
     let started = Instant::now();
-    if let Err(reason) = (scenario.applies)(&caps) {
+    if let Err(reason) = (scenario.applies)(&target.caps) {
         return (Outcome::NotApplicable(reason), started.elapsed());
     }
-    let ctx = Ctx::new(binary.clone(), caps, settings);
+    let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
     let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
-    let outcome = match result {
-        Err(_) => Outcome::Failed(format!("timed out after {:?}", scenario.timeout)),
-        Ok(Err(e)) => Outcome::Failed(format!("{e:#}")),
+    let failure = match result {
+        Err(_) => Some(format!("timed out after {:?}", scenario.timeout)),
+        Ok(Err(e)) => Some(format!("{e:#}")),
         Ok(Ok(())) => {
             let (c, f) = (
                 ctx.created.load(Ordering::SeqCst),
-                ctx.finished.load(Ordering::SeqCst),
+                ctx.tally.finished.load(Ordering::SeqCst),
             );
-            if c == f {
-                Outcome::Passed
-            } else {
-                Outcome::Failed(format!(
+            (c != f).then(|| {
+                format!(
                     "scenario bug: {c} world(s) created, {f} finished (the after-scenario checks did not run)"
-                ))
-            }
+                )
+            })
         }
     };
+    let outcome = target
+        .baseline
+        .judge(scenario.name, failure, ctx.tally.take_drift());
     (outcome, started.elapsed())
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use codex_parity::baseline::Baseline;
 use codex_parity::binaries;
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner;
@@ -102,7 +103,7 @@ fn main() -> ExitCode {
         let source = binaries::choose_sources(&bins, std::env::var_os(binaries::CODEX_TEST_BINS))?;
         let binaries =
             binaries::resolve(source, &Cache::from_env()?, &StderrProgress::new()).await?;
-        runner::prepare(binaries).await
+        runner::prepare(binaries, &Baseline::default_dir()).await
     });
     let targets = match prepared {
         Ok(t) => t,
@@ -130,14 +131,15 @@ fn main() -> ExitCode {
             }
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let trial = Trial::test(name, move || {
-                let (outcome, _) = handle.block_on(scenario::run_scenario(
-                    &s,
-                    &target.binary,
-                    target.caps.clone(),
-                    settings,
-                ));
+                let (outcome, _) = handle.block_on(scenario::run_scenario(&s, &target, settings));
                 match outcome {
                     Outcome::Passed => Ok(()),
+                    Outcome::Drift(known) => {
+                        for k in known {
+                            eprintln!("known drift (fixtures/expected): {k}");
+                        }
+                        Ok(())
+                    }
                     Outcome::Failed(reason) => Err(Failed::from(reason)),
                     Outcome::NotApplicable(reason) => {
                         Err(Failed::from(format!("not applicable: {reason}")))
