@@ -202,10 +202,8 @@ pub async fn run_scenario(
 pub fn registry() -> Vec<Scenario> {
     let mut all = Vec::new();
     all.extend(crate::scenarios::executor::scenarios());
-    // Group B (`scenarios::goal`) is not registered yet: on 0.171.0 the goal continuation
-    // injects a `goal_objective` function_call_output without a call_id (a pairing
-    // violation the after-scenario check fails on), and 0.131.0's continuation request
-    // has no `turn_trigger`. Both need a decision on how drift is recorded (issue 4).
+    all.extend(crate::scenarios::goal::scenarios());
+    all.extend(crate::scenarios::goal_continuation::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all

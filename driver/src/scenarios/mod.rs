@@ -1,9 +1,9 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
-//! (group B, not yet registered),
-//! `lifecycle` (E2, E3, E15) and `protocol` (E16).
+//! and `goal_continuation` (group B), `lifecycle` (E2, E3, E15) and `protocol` (E16).
 
 pub mod executor;
 pub mod goal;
+pub mod goal_continuation;
 pub mod lifecycle;
 pub mod protocol;
 
