@@ -108,8 +108,7 @@ fn last_goal_update(app: &AppServer, from: usize) -> anyhow::Result<Value> {
     app.messages()
         .into_iter()
         .skip(from)
-        .filter(|m| m.is("thread/goal/updated"))
-        .next_back()
+        .rfind(|m| m.is("thread/goal/updated"))
         .map(|m| m.params()["goal"].clone())
         .context("no thread/goal/updated arrived")
 }
