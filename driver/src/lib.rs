@@ -4,11 +4,11 @@
 //!
 //! The pieces, in the order data flows through them: [`binaries`] and [`install`] find or
 //! fetch codex binaries; [`schema`] reads the protocol schema a binary prints, from which
-//! [`capabilities`] decides what each supports; [`scenario`] holds the registry that both
-//! the test harness and `codex-parity run` use; each scenario builds a [`world::World`]
-//! (sidecar, `CODEX_HOME`, workspace, [`proxy`]), drives [`app_server::AppServer`] through
-//! the [`turn`] layer, and checks what the [`sidecar::Sidecar`] captured; [`runner`] runs
-//! scenarios across binaries.
+//! [`capabilities`] decides what each supports and [`schema_diff`] shows what changed
+//! between two of them; [`scenario`] holds the registry that both the test harness and
+//! `codex-parity run` use; each scenario builds a [`world::World`] (sidecar, `CODEX_HOME`,
+//! workspace, [`proxy`]), drives [`app_server::AppServer`] through the [`turn`] layer, and
+//! checks what the [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
 
 pub mod app_server;
 pub mod bench;
@@ -22,6 +22,7 @@ pub mod runner;
 pub mod scenario;
 pub mod scenarios;
 pub mod schema;
+pub mod schema_diff;
 pub mod sidecar;
 pub mod turn;
 pub mod versions;

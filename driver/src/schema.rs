@@ -1,8 +1,8 @@
 //! The protocol schema a codex binary prints with `codex app-server generate-json-schema`,
 //! read into method lists and one [`TypeDef`] per named type.
 //!
-//! This is the only place that knows the JSON Schema layout: [`crate::capabilities`] works
-//! on a [`Schema`].
+//! This is the only place that knows the JSON Schema layout: [`crate::capabilities`] and
+//! [`crate::schema_diff`] both work on a [`Schema`].
 //!
 //! Layout (0.131.0 to 0.171.0): `ClientRequest.json`, `ServerRequest.json`,
 //! `ServerNotification.json` and `ClientNotification.json` are each a `oneOf` of
