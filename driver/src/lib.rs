@@ -3,11 +3,12 @@
 //! sidecar).
 //!
 //! The pieces, in the order data flows through them: [`binaries`] and [`install`] find or
-//! fetch codex binaries; [`capabilities`] reads what each supports; [`scenario`] holds the
-//! registry that both the test harness and `codex-parity run` use; each scenario builds a
-//! [`world::World`] (sidecar, `CODEX_HOME`, workspace, [`proxy`]), drives
-//! [`app_server::AppServer`] through the [`turn`] layer, and checks what the
-//! [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
+//! fetch codex binaries; [`schema`] reads the protocol schema a binary prints, from which
+//! [`capabilities`] decides what each supports and [`schema_diff`] shows what changed
+//! between two of them; [`scenario`] holds the registry that both the test harness and
+//! `codex-parity run` use; each scenario builds a [`world::World`] (sidecar, `CODEX_HOME`,
+//! workspace, [`proxy`]), drives [`app_server::AppServer`] through the [`turn`] layer, and
+//! checks what the [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
 
 pub mod app_server;
 pub mod baseline;
@@ -21,6 +22,8 @@ pub mod requests;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
+pub mod schema;
+pub mod schema_diff;
 pub mod sidecar;
 pub mod turn;
 pub mod versions;

@@ -11,6 +11,8 @@ use codex_parity::binaries::{self, CodexBinary};
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner::{self, Record};
 use codex_parity::scenario::{self, Outcome};
+use codex_parity::schema::Schema;
+use codex_parity::schema_diff;
 use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::versions;
 use codex_parity::world::Settings;
@@ -57,6 +59,50 @@ enum Command {
         runs: usize,
         #[command(flatten)]
         run: RunArgs,
+    },
+    /// Show what changed in the app-server protocol between two codex versions.
+    ///
+    /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
+    /// client requests, server requests and notifications added and removed, named types
+    /// added and removed, and for each type both have: fields added, removed, changed in
+    /// type or in being required, enum values added or removed, and union variants added,
+    /// removed or changed (an object that became a tagged union is compared with each new
+    /// variant). Lines start with `-` removed, `+` added, `~` changed.
+    ///
+    /// A and B are versions (installed from npm into the cache on first use, like
+    /// `install`) or paths to codex binaries.
+    ///
+    /// Examples:
+    ///   codex-parity schema-diff 0.131.0 0.171.0
+    ///   codex-parity schema-diff 0.161.0 ./target/codex             # a local build
+    ///   codex-parity schema-diff 0.131.0 0.171.0 --json | jq '.changed_types[] | select(.name == "ThreadGoalStatus")'
+    ///
+    /// Reading the report (an excerpt of 0.131.0 -> 0.171.0):
+    ///   client requests: +87 -2
+    ///     - thread/rollback                          gone: calls to it now fail
+    ///   changed types: 130
+    ///     DynamicToolSpec: object -> union tagged by `type`
+    ///       + variant function (fields compared with the former object)
+    ///           - field namespace: string|null
+    ///           + field type: "function" (required)
+    ///     ThreadGoalStatus
+    ///       + value blocked                          a value your client may now receive
+    ///
+    /// Exit status: 0 when both schemas were read (drift is not an error), 2 on a usage
+    /// or install error.
+    #[command(verbatim_doc_comment)]
+    SchemaDiff {
+        /// The older codex: a version such as 0.131.0, or a path to a codex binary.
+        #[arg(value_name = "A")]
+        from: String,
+        /// The newer codex: a version such as 0.171.0, or a path to a codex binary.
+        #[arg(value_name = "B")]
+        to: String,
+        /// Print the diff as JSON (fields `client_requests`, `server_requests`,
+        /// `notifications`, `client_notifications`, `types`: {added, removed}; and
+        /// `changed_types`: [{name, kind?, values, fields, variants}]).
+        #[arg(long)]
+        json: bool,
     },
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
@@ -108,6 +154,7 @@ fn main() -> ExitCode {
         Command::Install { versions } => with_runtime(install_versions(versions)),
         Command::Run(args) => with_runtime(run(args)),
         Command::Bench { runs, run } => with_runtime(bench(runs, run)),
+        Command::SchemaDiff { from, to, json } => with_runtime(schema_diff(from, to, json)),
     }
 }
 
@@ -137,6 +184,29 @@ async fn install_versions(mut wanted: Vec<String>) -> anyhow::Result<ExitCode> {
         println!("{} {}", binary.label(), binary.path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn schema_diff(from: String, to: String, json: bool) -> anyhow::Result<ExitCode> {
+    let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
+    let (a, old) = experimental_schema(&from, &cache, &progress).await?;
+    let (b, new) = experimental_schema(&to, &cache, &progress).await?;
+    let diff = schema_diff::diff(&a, &old, &b, &new);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&diff)?);
+    } else {
+        print!("{}", diff.to_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The label and `--experimental` schema of the codex `spec` names (a version or a path).
+async fn experimental_schema(
+    spec: &str,
+    cache: &Cache,
+    progress: &StderrProgress,
+) -> anyhow::Result<(String, Schema)> {
+    let binary = binaries::resolve_spec(spec, cache, progress).await?;
+    Ok((binary.label(), Schema::generate(&binary, true).await?))
 }
 
 async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
