@@ -8,6 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::Semaphore;
 
+use codex_parity_sidecar::captured::CapturedRequest;
+
 use crate::baseline::Baseline;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
@@ -58,6 +60,8 @@ pub struct Record {
     pub outcome: Outcome,
     /// How long it took.
     pub duration: Duration,
+    /// The requests the scenario's worlds captured.
+    pub requests: Vec<CapturedRequest>,
 }
 
 impl Record {
@@ -68,6 +72,7 @@ impl Record {
             label: target.binary.label(),
             outcome,
             duration,
+            requests: Vec::new(),
         }
     }
 }
@@ -97,8 +102,9 @@ pub async fn run_all(
         let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
         handles[i] = Some(tokio::spawn(async move {
             let _permit = limit.acquire_owned().await;
-            let (outcome, duration) = run_scenario(&scenario, &target, settings).await;
-            let record = Record::new(&scenario, &target, outcome, duration);
+            let ran = run_scenario(&scenario, &target, settings).await;
+            let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
+            record.requests = ran.requests;
             on_done(&record);
             record
         }));

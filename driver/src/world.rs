@@ -289,6 +289,7 @@ impl World {
         for server in &self.servers {
             server.shutdown(Duration::from_secs(3)).await;
         }
+        self.tally.captured(requests);
         let report = self.sidecar.shutdown().await?;
         if report.pending > 0 {
             problems.push(format!(

@@ -117,8 +117,8 @@ fn main() -> ExitCode {
             }
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let trial = Trial::test(name, move || {
-                let (outcome, _) = handle.block_on(scenario::run_scenario(&s, &target, settings));
-                match outcome {
+                let ran = handle.block_on(scenario::run_scenario(&s, &target, settings));
+                match ran.outcome {
                     Outcome::Passed => Ok(()),
                     Outcome::Drift(known) => {
                         for k in known {
@@ -146,7 +146,7 @@ fn main() -> ExitCode {
                 Trial::test(name, move || {
                     match handle
                         .block_on(scenario::run_scenario(&check, &target, settings))
-                        .0
+                        .outcome
                     {
                         Outcome::Failed(reason) if reason.contains(expected) => Ok(()),
                         other => Err(Failed::from(format!(
