@@ -4,6 +4,7 @@
 pub mod executor;
 pub mod goal;
 pub mod goal_continuation;
+pub mod history;
 pub mod lifecycle;
 pub mod protocol;
 
