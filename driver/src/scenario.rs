@@ -230,6 +230,7 @@ pub fn registry() -> Vec<Scenario> {
     all.extend(crate::scenarios::goal::scenarios());
     all.extend(crate::scenarios::goal_continuation::scenarios());
     all.extend(crate::scenarios::history::scenarios());
+    all.extend(crate::scenarios::files::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all

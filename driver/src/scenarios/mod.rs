@@ -2,6 +2,7 @@
 //! and `goal_continuation` (group B), `lifecycle` (E2, E3, E15) and `protocol` (E16).
 
 pub mod executor;
+pub mod files;
 pub mod goal;
 pub mod goal_continuation;
 pub mod history;
