@@ -1,5 +1,6 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
-//! and `goal_continuation` (group B), `lifecycle` (E2, E3, E15) and `protocol` (E16).
+//! and `goal_continuation` (group B), `history` (group C), `files` (group D), `lifecycle`
+//! (E2, E3, E15) and `protocol` (E16).
 
 pub mod executor;
 pub mod files;
