@@ -16,6 +16,7 @@ pub mod binaries;
 pub mod capabilities;
 pub mod install;
 pub mod message;
+pub mod png;
 pub mod proxy;
 pub mod requests;
 pub mod runner;
