@@ -1,9 +1,12 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! (group B, not yet registered),
-//! `lifecycle` (E2, E3, E15) and `protocol` (E16).
+//! `lifecycle` (E2, E3, E15) and `protocol` (E16); `threads` (E4–E7), `dynamic_tools` (E8),
+//! `interaction` (E9, E10, E12), `approvals` (E11) and `reasoning` (E13).
 
+pub mod approvals;
 pub mod executor;
 pub mod goal;
+pub mod interaction;
 pub mod lifecycle;
 pub mod protocol;
 
