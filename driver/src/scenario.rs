@@ -208,8 +208,11 @@ pub fn registry() -> Vec<Scenario> {
     // has no `turn_trigger`. Both need a decision on how drift is recorded (issue 4).
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
+    all.extend(crate::scenarios::threads::scenarios());
+    all.extend(crate::scenarios::dynamic_tools::scenarios());
     all.extend(crate::scenarios::interaction::scenarios());
     all.extend(crate::scenarios::approvals::scenarios());
+    all.extend(crate::scenarios::reasoning::scenarios());
     all
 }
 

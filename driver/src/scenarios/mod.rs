@@ -4,11 +4,14 @@
 //! `interaction` (E9, E10, E12), `approvals` (E11) and `reasoning` (E13).
 
 pub mod approvals;
+pub mod dynamic_tools;
 pub mod executor;
 pub mod goal;
 pub mod interaction;
 pub mod lifecycle;
 pub mod protocol;
+pub mod reasoning;
+pub mod threads;
 
 use std::time::Duration;
 
