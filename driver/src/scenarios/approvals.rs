@@ -9,6 +9,7 @@ use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
 use super::{expect_requests, setup_with};
+use crate::app_server::AppServer;
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario, ScenarioFn};
@@ -94,11 +95,7 @@ impl Decision {
 }
 
 /// Answers every `method` request with `decision` and keeps the params it got.
-fn answer(
-    app: &crate::app_server::AppServer,
-    method: &str,
-    decision: Decision,
-) -> Arc<Mutex<Vec<Value>>> {
+fn answer(app: &AppServer, method: &str, decision: Decision) -> Arc<Mutex<Vec<Value>>> {
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
     let log = seen.clone();
     app.handle(method, move |params| {

@@ -16,7 +16,7 @@ use crate::ensure_eq;
 use crate::png;
 use crate::scenario::{Ctx, Scenario, ScenarioFn};
 use crate::turn::{Turn, TurnOptions, run_turn, text};
-use crate::world::WorldOptions;
+use crate::world::{World, WorldOptions};
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
@@ -138,7 +138,7 @@ async fn tool_turn(
     tools: Value,
     namespace: Option<&str>,
     result: Value,
-) -> anyhow::Result<(crate::world::World, Turn, Value)> {
+) -> anyhow::Result<(World, Turn, Value)> {
     let (world, app, thread, _) = setup_with(
         ctx,
         WorldOptions::default(),

@@ -63,13 +63,13 @@ async fn requests_arrived(world: &World, n: usize) -> anyhow::Result<Vec<Capture
     Ok(requests)
 }
 
-/// The `turn_id` of a request's `x-codex-turn-metadata`, when the version sends it.
-fn metadata_turn_id(r: &CapturedRequest) -> Option<String> {
-    r.turn_metadata()
-        .ok()?
-        .get("turn_id")?
-        .as_str()
+/// The `turn_id` of a request's `x-codex-turn-metadata`.
+fn metadata_turn_id(r: &CapturedRequest) -> anyhow::Result<String> {
+    r.turn_metadata()?
+        .get("turn_id")
+        .and_then(Value::as_str)
         .map(String::from)
+        .with_context(|| format!("request #{}'s turn metadata has no turn_id", r.index))
 }
 
 async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
@@ -212,14 +212,12 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "request 2 lost the original prompt"
     );
     for r in &requests {
-        if let Some(id) = metadata_turn_id(r) {
-            ensure_eq!(
-                id,
-                turn_id,
-                "turn_id in request #{}'s turn metadata",
-                r.index
-            );
-        }
+        ensure_eq!(
+            metadata_turn_id(r)?,
+            turn_id,
+            "turn_id in request #{}'s turn metadata",
+            r.index
+        );
     }
     let turn_starts = app
         .messages()
