@@ -40,6 +40,18 @@ impl Capabilities {
             notifications: experimental.notifications,
             types: experimental.types,
         }
+        // The variants of a tagged union are recorded under their titles (e.g.
+        // `NamespaceDynamicToolSpec`), so a scenario can ask whether a variant exists.
+        for variant in def
+            .get("oneOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(title) = variant.get("title").and_then(Value::as_str) {
+                self.add_definition(title, variant);
+            }
+        }
     }
 
     /// Whether the binary accepts the client request `method` (experimental included).
@@ -106,6 +118,15 @@ mod tests {
         assert!(!caps.enum_has("ThreadGoalStatus", "blocked"));
         assert!(caps.has_field("ThreadStartParams", "dynamicTools"));
         assert!(!caps.has_field("ThreadStartParams", "ephemeral"));
+        caps.add_definition(
+            "DynamicToolSpec",
+            &json!({"oneOf": [
+                {"title": "NamespaceDynamicToolSpec", "properties": {"tools": {}, "type": {}}},
+                {"properties": {"name": {}}}
+            ]}),
+        );
+        assert!(caps.has_field("NamespaceDynamicToolSpec", "tools"));
+        assert!(!caps.has_field("DynamicToolSpec", "name"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod capabilities;
 pub mod git;
 pub mod install;
 pub mod message;
+pub mod png;
 pub mod proxy;
 pub mod requests;
 pub mod rollout;

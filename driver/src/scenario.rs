@@ -232,6 +232,11 @@ pub fn registry() -> Vec<Scenario> {
     all.extend(crate::scenarios::history::scenarios());
     all.extend(crate::scenarios::files::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
+    all.extend(crate::scenarios::threads::scenarios());
+    all.extend(crate::scenarios::dynamic_tools::scenarios());
+    all.extend(crate::scenarios::interaction::scenarios());
+    all.extend(crate::scenarios::approvals::scenarios());
+    all.extend(crate::scenarios::reasoning::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all
 }
