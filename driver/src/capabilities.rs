@@ -40,18 +40,6 @@ impl Capabilities {
             notifications: experimental.notifications,
             types: experimental.types,
         }
-        // The variants of a tagged union are recorded under their titles (e.g.
-        // `NamespaceDynamicToolSpec`), so a scenario can ask whether a variant exists.
-        for variant in def
-            .get("oneOf")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(title) = variant.get("title").and_then(Value::as_str) {
-                self.add_definition(title, variant);
-            }
-        }
     }
 
     /// Whether the binary accepts the client request `method` (experimental included).
@@ -76,6 +64,15 @@ impl Capabilities {
         self.types
             .get(ty)
             .is_some_and(|t| t.fields.contains_key(field))
+    }
+
+    /// Whether the union type `ty` has the variant `variant` (its tag value or title) with
+    /// the field `field`.
+    pub fn variant_has_field(&self, ty: &str, variant: &str, field: &str) -> bool {
+        self.types
+            .get(ty)
+            .and_then(|t| t.variants.get(variant))
+            .is_some_and(|fields| fields.contains_key(field))
     }
 
     /// `Ok` when every method is present, else the reason naming the missing ones.
@@ -106,6 +103,15 @@ mod tests {
                 "ThreadStartParams",
                 json!({"properties": {"cwd": {}, "dynamicTools": {}}}),
             ),
+            (
+                "DynamicToolSpec",
+                json!({"oneOf": [
+                    {"title": "NamespaceDynamicToolSpec", "type": "object",
+                     "properties": {"tools": {"type": "array"}, "type": {"type": "string", "enum": ["namespace"]}}},
+                    {"title": "FunctionDynamicToolSpec", "type": "object",
+                     "properties": {"name": {"type": "string"}, "type": {"type": "string", "enum": ["function"]}}}
+                ]}),
+            ),
         ];
         let caps = Capabilities {
             types: types
@@ -118,15 +124,9 @@ mod tests {
         assert!(!caps.enum_has("ThreadGoalStatus", "blocked"));
         assert!(caps.has_field("ThreadStartParams", "dynamicTools"));
         assert!(!caps.has_field("ThreadStartParams", "ephemeral"));
-        caps.add_definition(
-            "DynamicToolSpec",
-            &json!({"oneOf": [
-                {"title": "NamespaceDynamicToolSpec", "properties": {"tools": {}, "type": {}}},
-                {"properties": {"name": {}}}
-            ]}),
-        );
-        assert!(caps.has_field("NamespaceDynamicToolSpec", "tools"));
-        assert!(!caps.has_field("DynamicToolSpec", "name"));
+        assert!(caps.variant_has_field("DynamicToolSpec", "namespace", "tools"));
+        assert!(!caps.variant_has_field("DynamicToolSpec", "function", "tools"));
+        assert!(!caps.variant_has_field("ThreadStartParams", "namespace", "tools"));
     }
 
     #[test]

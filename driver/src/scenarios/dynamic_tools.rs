@@ -81,7 +81,7 @@ fn function(name: &str, extra: Value) -> Value {
 /// describes: a `namespace` spec where it has that variant, else flat specs with a
 /// `namespace` field.
 fn namespaced_tools(caps: &Capabilities) -> Value {
-    if caps.has_field("NamespaceDynamicToolSpec", "tools") {
+    if caps.variant_has_field("DynamicToolSpec", "namespace", "tools") {
         json!([{"type": "namespace", "name": "ns", "description": "Ticket tools.", "tools": [
             function("lookup", json!({})),
             function("hidden", json!({"deferLoading": true})),
