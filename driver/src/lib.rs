@@ -7,7 +7,8 @@
 //! registry that both the test harness and `codex-parity run` use; each scenario builds a
 //! [`world::World`] (sidecar, `CODEX_HOME`, workspace, [`proxy`]), drives
 //! [`app_server::AppServer`] through the [`turn`] layer, and checks what the
-//! [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
+//! [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries
+//! (or a [`shard`] of them), and [`report`] renders the result matrix.
 
 pub mod app_server;
 pub mod baseline;
@@ -17,10 +18,12 @@ pub mod capabilities;
 pub mod install;
 pub mod message;
 pub mod proxy;
+pub mod report;
 pub mod requests;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
+pub mod shard;
 pub mod sidecar;
 pub mod turn;
 pub mod versions;
