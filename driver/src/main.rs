@@ -92,7 +92,8 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// A codex binary to test (repeatable). Wins over versions and CODEX_TEST_BINS.
+    /// A codex binary to test (repeatable); with --codex-version or --compare, tested
+    /// beside those versions. Wins over CODEX_TEST_BINS.
     #[arg(long = "codex-bin", value_name = "PATH")]
     codex_bin: Vec<PathBuf>,
     /// A codex version to install from npm and test (repeatable).
@@ -173,18 +174,49 @@ async fn install_versions(mut wanted: Vec<String>, compare: bool) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
+/// The binaries of a run: the named versions (`--codex-version`, `--compare`) and the
+/// `--codex-bin` paths, both when both are given; else `CODEX_TEST_BINS` or the pinned
+/// version. Results are named by version, so two binaries of one version are refused.
 async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
     let progress = StderrProgress::new();
+    let cache = Cache::from_env()?;
     let mut wanted = args.codex_version.clone();
     if args.compare {
         wanted.extend(versions::load()?.compare);
     }
-    let source = if !wanted.is_empty() && args.codex_bin.is_empty() {
-        binaries::BinarySource::Versions(wanted)
-    } else {
-        binaries::choose_sources(&args.codex_bin, std::env::var_os(binaries::CODEX_TEST_BINS))?
-    };
-    binaries::resolve(source, &Cache::from_env()?, &progress).await
+    let mut found = Vec::new();
+    if !wanted.is_empty() {
+        let source = binaries::BinarySource::Versions(wanted.clone());
+        found.extend(binaries::resolve(source, &cache, &progress).await?);
+    }
+    if wanted.is_empty() || !args.codex_bin.is_empty() {
+        let env = std::env::var_os(binaries::CODEX_TEST_BINS);
+        let source = binaries::choose_sources(&args.codex_bin, env)?;
+        found.extend(binaries::resolve(source, &cache, &progress).await?);
+    }
+    let mut unique: Vec<CodexBinary> = Vec::new();
+    for b in found {
+        if let Some(first) = unique.iter().find(|u| u.version == b.version) {
+            if same_file(&first.path, &b.path) {
+                continue;
+            }
+            anyhow::bail!(
+                "{} and {} both report codex {}: results are named by version, so test them in separate runs",
+                first.path.display(),
+                b.path.display(),
+                b.version
+            );
+        }
+        unique.push(b);
+    }
+    Ok(unique)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
