@@ -3,10 +3,10 @@
 //!
 //! A cell belongs to shard `fnv1a64(scenario + "\0" + label) % N + 1`. The hash is written
 //! here (FNV-1a, 64 bit), not std's randomized hasher, so every machine and every build
-//! agrees. It was chosen over round-robin on the sorted cell list because a cell's shard
-//! then depends on nothing but the cell itself: machines that list the binaries in another
-//! order, or run a build with one more scenario, still split the same cells the same way.
-//! The price is that shards are only roughly even.
+//! agrees. It was chosen over round-robin on the cell list because a cell's shard then
+//! depends on nothing but the cell itself, not on its position: machines that list the
+//! binaries in another order still split the cells the same way. The price is that shards
+//! are only roughly even.
 
 use std::fmt;
 use std::str::FromStr;

@@ -13,7 +13,7 @@ use crate::scenario::{Outcome, Scenario};
 use crate::shard::Shard;
 
 /// A row: one scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Row {
     /// Scenario name (`smoke_uses_mock_responses`).
     pub name: String,
@@ -24,7 +24,7 @@ pub struct Row {
 }
 
 /// A column: one codex binary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Column {
     /// Its label (`codex-0.171.0`).
     pub label: String,
@@ -293,7 +293,7 @@ fn check_shards(parts: &[Matrix]) -> anyhow::Result<()> {
         *slot = true;
         let (a, b) = (&parts[first], &parts[i]);
         ensure!(
-            a.rows == b.rows && a.columns == b.columns,
+            sorted(&a.rows) == sorted(&b.rows) && sorted(&a.columns) == sorted(&b.columns),
             "shard {s} planned other scenarios or binaries than shard {one} (different --filter or binaries?)"
         );
     }
@@ -309,6 +309,13 @@ fn check_shards(parts: &[Matrix]) -> anyhow::Result<()> {
         missing.join(", ")
     );
     Ok(())
+}
+
+/// The items in a fixed order, to compare plans whose order differs.
+fn sorted<T: Ord + Clone>(items: &[T]) -> Vec<T> {
+    let mut items = items.to_vec();
+    items.sort();
+    items
 }
 
 fn index<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
@@ -472,6 +479,10 @@ pub(crate) mod tests {
         let mut other_plan = split(&whole, 2);
         other_plan[1].rows.pop();
         assert!(err(other_plan).contains("planned other scenarios"));
+        // Binaries listed in another order on one machine are the same plan.
+        let mut reordered = split(&whole, 2);
+        reordered[1].columns.reverse();
+        assert_eq!(Matrix::merge(reordered).unwrap(), whole);
         assert!(err(vec![]).contains("nothing to merge"));
     }
 }
