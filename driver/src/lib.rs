@@ -8,7 +8,9 @@
 //! between two of them; [`scenario`] holds the registry that both the test harness and
 //! `codex-parity run` use; each scenario builds a [`world::World`] (sidecar, `CODEX_HOME`,
 //! workspace, [`proxy`]), drives [`app_server::AppServer`] through the [`turn`] layer, and
-//! checks what the [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
+//! checks what the [`sidecar::Sidecar`] captured, judged against the version's [`baseline`];
+//! [`runner`] runs scenarios across binaries (or a [`shard`] of them), and [`report`]
+//! renders the result matrix.
 
 pub mod app_server;
 pub mod baseline;
@@ -20,6 +22,7 @@ pub mod install;
 pub mod message;
 pub mod png;
 pub mod proxy;
+pub mod report;
 pub mod requests;
 pub mod rollout;
 pub mod runner;
@@ -27,6 +30,7 @@ pub mod scenario;
 pub mod scenarios;
 pub mod schema;
 pub mod schema_diff;
+pub mod shard;
 pub mod sidecar;
 pub mod turn;
 pub mod versions;

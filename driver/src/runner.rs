@@ -14,6 +14,7 @@ use crate::baseline::Baseline;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::scenario::{Outcome, Scenario, run_scenario};
+use crate::shard::Shard;
 use crate::world::Settings;
 
 /// A binary with its capabilities.
@@ -87,11 +88,33 @@ pub async fn run_all(
     jobs: usize,
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
-    let limit = Arc::new(Semaphore::new(jobs.max(1)));
-    let jobs: Vec<(&Target, &Scenario)> = targets
+    run_shard(targets, scenarios, Shard::ALL, settings, jobs, on_done).await
+}
+
+/// The (target, scenario) runs of `shard`, in (target, scenario) order.
+pub fn planned<'a>(
+    targets: &'a [Target],
+    scenarios: &'a [Scenario],
+    shard: Shard,
+) -> Vec<(&'a Target, &'a Scenario)> {
+    targets
         .iter()
         .flat_map(|t| scenarios.iter().map(move |s| (t, s)))
-        .collect();
+        .filter(|(t, s)| shard.contains(s.name, &t.binary.label()))
+        .collect()
+}
+
+/// [`run_all`] for the runs of one shard only (see [`crate::shard`]).
+pub async fn run_shard(
+    targets: &[Target],
+    scenarios: &[Scenario],
+    shard: Shard,
+    settings: Arc<Settings>,
+    jobs: usize,
+    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
+) -> Vec<Record> {
+    let limit = Arc::new(Semaphore::new(jobs.max(1)));
+    let jobs = planned(targets, scenarios, shard);
     // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
     let mut spawn_order: Vec<usize> = (0..jobs.len()).collect();
     spawn_order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].1.timeout));
