@@ -134,6 +134,15 @@ struct RunArgs {
     /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
     #[arg(long)]
     keep: bool,
+    /// After the matrix, show per scenario what changed in the model requests from each
+    /// version to the next, oldest first (needs two or more binaries, e.g. --compare).
+    #[arg(long)]
+    request_diff: bool,
+    /// Rewrite the golden request files (fixtures/golden/VERSION/SCENARIO.json) of the
+    /// scenarios that have them, from this run, for each binary on which they passed.
+    /// Golden checks are skipped during the run. Review the diff first.
+    #[arg(long)]
+    bless: bool,
 }
 
 fn main() -> ExitCode {
@@ -225,6 +234,11 @@ async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let binaries = binaries_for(&args).await?;
+    if args.request_diff && binaries.len() < 2 {
+        anyhow::bail!(
+            "--request-diff compares versions: name two or more binaries (e.g. --compare)"
+        );
+    }
     let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
     let mut scenarios = scenario::registry();
     if let Some(f) = &args.filter {
@@ -239,6 +253,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = Arc::new(Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: args.keep,
+        bless: args.bless,
     });
     let total = targets.len() * scenarios.len();
     eprintln!(
@@ -264,6 +279,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let records = runner::run_all(&targets, &scenarios, settings, jobs, on_done).await;
     let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
     print_matrix(&records, &scenarios, &labels);
+    request_drift_and_bless(&args, &records, &targets);
     let failed = records
         .iter()
         .any(|r| matches!(r.outcome, Outcome::Failed(_)));
@@ -272,6 +288,23 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--request-diff` and `--bless`, after the matrix.
+fn request_drift_and_bless(args: &RunArgs, records: &[Record], targets: &[runner::Target]) {
+    let binaries: Vec<CodexBinary> = targets.iter().map(|t| t.binary.clone()).collect();
+    if args.request_diff {
+        print!(
+            "{}",
+            codex_parity::request_drift::report(records, &binaries)
+        );
+    }
+    if args.bless {
+        let dir = codex_parity::golden::default_dir();
+        for line in codex_parity::golden::bless(records, &binaries, &dir) {
+            println!("{line}");
+        }
+    }
 }
 
 fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[String]) {
@@ -335,6 +368,7 @@ async fn bench(runs: usize, args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: false,
+        bless: false,
     };
     for binary in binaries_for(&args).await? {
         let o = codex_parity::bench::overhead(&binary, &settings, runs).await?;

@@ -452,6 +452,13 @@ impl RequestsDiff {
         self.changed.is_empty() && self.only_old.is_empty() && self.only_new.is_empty()
     }
 
+    /// How many changes: changed paths plus requests only one run made.
+    pub fn count(&self) -> usize {
+        self.changed.iter().map(|(_, c)| c.len()).sum::<usize>()
+            + self.only_old.len()
+            + self.only_new.len()
+    }
+
     /// Readable text: one block per request that differs, at most `limit` lines each.
     pub fn to_text(&self, limit: usize) -> String {
         if self.is_empty() {
@@ -620,6 +627,7 @@ mod tests {
         let r = |stream: bool| json!({"method": "POST", "path": "/v1/responses", "body": {"stream": stream, "input": [1, 2]}});
         let d = diff_requests(&[r(true)], &[r(false), r(true)]);
         assert!(!d.is_empty());
+        assert_eq!(d.count(), 2);
         assert_eq!(
             d.to_text(10),
             "requests: 1 -> 2\nrequest #0:\n  ~ body.stream: true -> false\nrequest #1: only in the newer run (POST /v1/responses, 2 input items)\n"

@@ -229,6 +229,7 @@ pub fn registry() -> Vec<Scenario> {
     all.extend(crate::scenarios::executor::scenarios());
     all.extend(crate::scenarios::goal::scenarios());
     all.extend(crate::scenarios::goal_continuation::scenarios());
+    all.extend(crate::scenarios::request_shape::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all

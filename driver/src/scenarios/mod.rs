@@ -1,11 +1,13 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
-//! and `goal_continuation` (group B), `lifecycle` (E2, E3, E15) and `protocol` (E16).
+//! and `goal_continuation` (group B), `request_shape` (E1), `lifecycle` (E2, E3, E15) and
+//! `protocol` (E16).
 
 pub mod executor;
 pub mod goal;
 pub mod goal_continuation;
 pub mod lifecycle;
 pub mod protocol;
+pub mod request_shape;
 
 use std::time::Duration;
 
