@@ -108,11 +108,19 @@ fn pair_text(a: &Record, b: &Record, seen: &mut HashSet<String>) -> String {
         return text;
     }
     text.push('\n');
+    // Requests whose changes were all shown above, listed together.
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
     for (i, changes) in &diff.changed {
         let all = lines(changes);
-        let fresh: Vec<&String> = all.iter().filter(|l| !seen.contains(*l)).collect();
-        let shown_above = all.len() - fresh.len();
-        text.push_str(&format!("    request #{i}: {} change(s)", all.len()));
+        let fresh: Vec<String> = all.iter().filter(|l| !seen.contains(*l)).cloned().collect();
+        let (count, shown_above) = (all.len(), all.len() - fresh.len());
+        seen.extend(all);
+        if fresh.is_empty() {
+            repeats.push((*i, count));
+            continue;
+        }
+        text.push_str(&repeated(&std::mem::take(&mut repeats)));
+        text.push_str(&format!("    request #{i}: {count} change(s)"));
         if shown_above > 0 {
             text.push_str(&format!(", {shown_above} as shown above"));
         }
@@ -126,8 +134,8 @@ fn pair_text(a: &Record, b: &Record, seen: &mut HashSet<String>) -> String {
                 fresh.len() - LINES_PER_REQUEST
             ));
         }
-        seen.extend(all);
     }
+    text.push_str(&repeated(&repeats));
     for (i, summary) in &diff.only_old {
         text.push_str(&format!(
             "    request #{i}: only on {} ({summary})\n",
@@ -141,6 +149,33 @@ fn pair_text(a: &Record, b: &Record, seen: &mut HashSet<String>) -> String {
         ));
     }
     text
+}
+
+/// One line for requests (index, change count) whose changes were all shown above.
+fn repeated(requests: &[(usize, usize)]) -> String {
+    let (Some(first), Some(last)) = (requests.first(), requests.last()) else {
+        return String::new();
+    };
+    let counts: Vec<usize> = requests.iter().map(|r| r.1).collect();
+    let (min, max) = (
+        counts.iter().min().copied().unwrap_or(0),
+        counts.iter().max().copied().unwrap_or(0),
+    );
+    if requests.len() == 1 {
+        return format!(
+            "    request #{}: {} change(s), all as shown above\n",
+            first.0, first.1
+        );
+    }
+    let each = if min == max {
+        format!("{min}")
+    } else {
+        format!("{min} to {max}")
+    };
+    format!(
+        "    requests #{} to #{}: {each} change(s) each, all as shown above\n",
+        first.0, last.0
+    )
 }
 
 #[cfg(test)]
@@ -238,12 +273,25 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("two (E1)\n  codex-0.131.0 -> codex-0.171.0: 1 request each\n    request #0: 2 change(s), 2 as shown above\n\nthree"),
+            text.contains("two (E1)\n  codex-0.131.0 -> codex-0.171.0: 1 request each\n    request #0: 2 change(s), all as shown above\n\nthree"),
             "{text}"
         );
         assert!(
             text.contains("not compared (n/a on codex-0.131.0: no goals)"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn requests_that_only_repeat_earlier_changes_share_a_line() {
+        assert_eq!(repeated(&[]), "");
+        assert_eq!(
+            repeated(&[(3, 8)]),
+            "    request #3: 8 change(s), all as shown above\n"
+        );
+        assert_eq!(
+            repeated(&[(0, 8), (1, 10), (2, 8)]),
+            "    requests #0 to #2: 8 to 10 change(s) each, all as shown above\n"
         );
     }
 
