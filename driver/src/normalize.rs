@@ -8,7 +8,8 @@
 //! order they apply to each string:
 //!
 //! - **JSON inside strings** (the `x-codex-turn-metadata` header and its copy in
-//!   `body.client_metadata`) is parsed and normalised as JSON, so its fields diff one by one.
+//!   `body.client_metadata`, tool call arguments and outputs) is parsed and normalised as
+//!   JSON, so its fields diff one by one.
 //! - **Temporary paths**: an absolute path through the world's temporary directory
 //!   (`…/codex-parity-XXXXXX`) starts with `<world>` instead: `<world>/workspace` is the cwd,
 //!   `<world>/codex-home` is `CODEX_HOME`.
@@ -30,7 +31,7 @@
 //! - **Long texts** (over [`LONG_TEXT`] characters once the rules above applied: the base
 //!   prompt, skills) become `<text N chars #HASH: first words…>`, where HASH is a 32-bit
 //!   FNV-1a hash of the normalised text: any change to the content changes the placeholder,
-//!   while the golden files stay small and readable.
+//!   while golden files stay readable.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
