@@ -36,7 +36,7 @@ enum Command {
     ///   codex-parity run --compare                    # the whole comparison set
     ///   codex-parity run --codex-bin ./codex --filter streaming
     ///   codex-parity run --compare --request-diff     # and what changed in the requests
-    ///   codex-parity run --compare --bless --filter E1  # rewrite golden requests (review first)
+    ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
     /// usage or install error.
