@@ -39,6 +39,8 @@ enum Command {
     ///   codex-parity run --codex-bin ./codex --filter streaming
     ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
     ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
+    ///   codex-parity run --compare --request-diff     # and what changed in the requests
+    ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
     /// usage or install error.
@@ -165,6 +167,15 @@ struct RunArgs {
     /// each cell, so N CI machines can split the matrix; `merge` joins their results.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// After the matrix, show per scenario what changed in the model requests from each
+    /// version to the next, oldest first (needs two or more binaries, e.g. --compare).
+    #[arg(long)]
+    request_diff: bool,
+    /// Rewrite the golden request files (fixtures/golden/VERSION/SCENARIO.json) of the
+    /// scenarios that have them, from this run, for each binary on which they passed.
+    /// Golden checks are skipped during the run. Review the diff first.
+    #[arg(long)]
+    bless: bool,
 }
 
 fn main() -> ExitCode {
@@ -291,6 +302,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let binaries = binaries_for(&args).await?;
+    if args.request_diff && binaries.len() < 2 {
+        anyhow::bail!(
+            "--request-diff compares versions: name two or more binaries (e.g. --compare)"
+        );
+    }
     let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
     let mut scenarios = scenario::registry();
     if let Some(f) = &args.filter {
@@ -305,6 +321,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = Arc::new(Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: args.keep,
+        bless: args.bless,
     });
     let shard = args.shard.unwrap_or(Shard::ALL);
     let planned = runner::planned(&targets, &scenarios, shard);
@@ -330,7 +347,34 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let records = runner::run_shard(&targets, &scenarios, shard, settings, jobs, on_done).await;
     let binaries: Vec<CodexBinary> = targets.into_iter().map(|t| t.binary).collect();
     let matrix = Matrix::from_run(&scenarios, &binaries, &records, args.shard);
-    show(&matrix, args.report.as_deref())
+    let drift = if args.report.is_some() && binaries.len() > 1 {
+        drift_sections(&records, &binaries).await?
+    } else {
+        Vec::new()
+    };
+    let code = show(&matrix, args.report.as_deref(), drift)?;
+    request_drift_and_bless(&args, &records, &binaries);
+    Ok(code)
+}
+
+/// The report's schema and request drift sections, for two or more binaries.
+async fn drift_sections(
+    records: &[Record],
+    binaries: &[CodexBinary],
+) -> anyhow::Result<Vec<report::sections::Section>> {
+    let order = codex_parity::request_drift::oldest_first(binaries);
+    let mut schemas = Vec::new();
+    for b in &order {
+        schemas.push((b.label(), Schema::generate(b, true).await?));
+    }
+    let diffs: Vec<_> = schemas
+        .windows(2)
+        .map(|w| schema_diff::diff(&w[0].0, &w[0].1, &w[1].0, &w[1].1))
+        .collect();
+    Ok(vec![
+        report::sections::schema_drift(&diffs),
+        report::sections::request_drift(codex_parity::request_drift::report(records, binaries)),
+    ])
 }
 
 async fn merge(dirs: Vec<PathBuf>, report_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -338,15 +382,19 @@ async fn merge(dirs: Vec<PathBuf>, report_dir: Option<PathBuf>) -> anyhow::Resul
         .iter()
         .map(|d| report::read_dir(d))
         .collect::<anyhow::Result<Vec<Matrix>>>()?;
-    show(&Matrix::merge(parts)?, report_dir.as_deref())
+    show(&Matrix::merge(parts)?, report_dir.as_deref(), Vec::new())
 }
 
 /// Prints the matrix, writes the reports if asked, and gives the exit status.
-fn show(matrix: &Matrix, report_dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+fn show(
+    matrix: &Matrix,
+    report_dir: Option<&Path>,
+    drift: Vec<report::sections::Section>,
+) -> anyhow::Result<ExitCode> {
     print!("\n{}", terminal::render(matrix));
     if let Some(dir) = report_dir {
-        // Schema drift and request drift join these sections as they come.
-        let sections = report::sections::standard(matrix);
+        let mut sections = report::sections::standard(matrix);
+        sections.extend(drift);
         report::write_dir(dir, matrix, &sections)?;
         eprintln!(
             "codex-parity: wrote {} into {}",
@@ -361,10 +409,24 @@ fn show(matrix: &Matrix, report_dir: Option<&Path>) -> anyhow::Result<ExitCode> 
     })
 }
 
+/// `--request-diff` and `--bless`, after the matrix.
+fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[CodexBinary]) {
+    if args.request_diff {
+        print!("{}", codex_parity::request_drift::report(records, binaries));
+    }
+    if args.bless {
+        let dir = codex_parity::golden::default_dir();
+        for line in codex_parity::golden::bless(records, binaries, &dir) {
+            println!("{line}");
+        }
+    }
+}
+
 async fn bench(runs: usize, args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: false,
+        bless: false,
     };
     for binary in binaries_for(&args).await? {
         let o = codex_parity::bench::overhead(&binary, &settings, runs).await?;

@@ -231,6 +231,7 @@ pub fn registry() -> Vec<Scenario> {
     all.extend(crate::scenarios::goal_continuation::scenarios());
     all.extend(crate::scenarios::history::scenarios());
     all.extend(crate::scenarios::files::scenarios());
+    all.extend(crate::scenarios::request_shape::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::threads::scenarios());
     all.extend(crate::scenarios::dynamic_tools::scenarios());

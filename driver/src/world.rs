@@ -72,6 +72,9 @@ pub struct Settings {
     pub sidecar: SidecarLauncher,
     /// Keep the temporary directories (and say where they are).
     pub keep: bool,
+    /// `--bless`: golden-request checks are skipped, the run rewrites the golden files
+    /// (see [`crate::golden`]).
+    pub bless: bool,
 }
 
 /// A scenario's world. Dropping it kills its processes and removes its directory

@@ -104,6 +104,7 @@ fn main() -> ExitCode {
             args: vec!["sidecar".into()],
         },
         keep: std::env::var_os("CODEX_PARITY_KEEP").is_some(),
+        bless: false,
     });
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();

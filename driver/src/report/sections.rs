@@ -109,6 +109,43 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
     ]
 }
 
+/// The schema drift between consecutive versions: one item per pair, titled with the
+/// counts, holding the whole `schema-diff` text.
+pub fn schema_drift(diffs: &[crate::schema_diff::SchemaDiff]) -> Section {
+    Section {
+        id: "schema-drift".into(),
+        title: "Schema drift".into(),
+        intro: "What changed in the protocol schema (generate-json-schema --experimental) from \
+                each version to the next, oldest first, as `codex-parity schema-diff A B` shows it."
+            .into(),
+        items: diffs
+            .iter()
+            .map(|d| Item {
+                anchor: None,
+                title: format!("{} -> {}: {}", d.from, d.to, d.summary()),
+                text: d.to_text(),
+            })
+            .collect(),
+    }
+}
+
+/// The request drift: the normalised model requests of each scenario compared from each
+/// version to the next (`codex-parity run --request-diff`).
+pub fn request_drift(text: String) -> Section {
+    Section {
+        id: "request-drift".into(),
+        title: "Request drift".into(),
+        intro: "What changed in the model requests codex builds, per scenario, from each version \
+                to the next (ids, times and paths normalised)."
+            .into(),
+        items: vec![Item {
+            anchor: None,
+            title: "per scenario, oldest version first".into(),
+            text,
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +165,22 @@ mod tests {
         );
         assert_eq!(s[1].items[0].text, "injects output (goal_objective)");
         assert_eq!(s[2].items[0].text, "no thread/goal methods");
+    }
+
+    #[test]
+    fn drift_sections_carry_one_item_per_version_pair() {
+        use crate::schema::Schema;
+        let (a, b) = (Schema::default(), Schema::default());
+        let d = crate::schema_diff::diff("codex-a", &a, "codex-b", &b);
+        let section = schema_drift(&[d.clone(), d]);
+        assert_eq!(section.id, "schema-drift");
+        assert_eq!(section.items.len(), 2);
+        assert!(
+            section.items[0]
+                .title
+                .starts_with("codex-a -> codex-b: client requests +0 -0")
+        );
+        let r = request_drift("scenario x\n  no change".into());
+        assert_eq!(r.items[0].text, "scenario x\n  no change");
     }
 }

@@ -1,7 +1,7 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
-//! and `goal_continuation` (group B), `history` (group C), `files` (group D), `lifecycle`
-//! (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools` (E8), `interaction`
-//! (E9, E10, E12), `approvals` (E11) and `reasoning` (E13).
+//! and `goal_continuation` (group B), `history` (group C), `files` (group D), `request_shape`
+//! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
+//! (E8), `interaction` (E9, E10, E12), `approvals` (E11) and `reasoning` (E13).
 
 pub mod approvals;
 pub mod dynamic_tools;
@@ -14,6 +14,7 @@ pub mod interaction;
 pub mod lifecycle;
 pub mod protocol;
 pub mod reasoning;
+pub mod request_shape;
 pub mod threads;
 
 use std::time::Duration;

@@ -1,0 +1,389 @@
+//! Golden requests: the [`normalize`]d model requests a scenario made on a codex version,
+//! kept in `fixtures/golden/VERSION/SCENARIO.json`, so that any drift in what codex sends
+//! the model shows as a structural diff ([`crate::request_diff`]).
+//!
+//! Only scenarios listed in [`SCENARIOS`] have golden files; they check their requests with
+//! [`assert_matches`]:
+//! - a golden file for the version exists: the requests must equal it, else the scenario
+//!   fails with the diff and how to bless;
+//! - none, and the version is the pinned one (`fixtures/codex-versions.json`): the
+//!   scenario fails (the pinned version must have golden files);
+//! - none, for another version: the comparison is skipped and the scenario says so on
+//!   stderr (`codex-parity run --request-diff` still shows that version's drift).
+//!
+//! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
+//! files of the listed scenarios that passed (or drifted as their baseline expects) on each
+//! binary run, from the requests they captured ([`bless`]). Review the diff first.
+//!
+//! ```json
+//! {"codex": "0.171.0", "scenario": "request_shape_plain", "requests": [{"method": "POST", …}]}
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use codex_parity_sidecar::captured::CapturedRequest;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::binaries::CodexBinary;
+use crate::normalize;
+use crate::request_diff::diff_requests;
+use crate::runner::Record;
+use crate::scenario::{Ctx, Outcome};
+use crate::versions;
+
+/// The environment variable that points at another golden directory.
+pub const GOLDEN_DIR_ENV: &str = "CODEX_PARITY_GOLDEN";
+
+/// The scenarios that have golden files (`--bless` writes only these).
+pub const SCENARIOS: &[&str] = &[
+    "request_shape_plain",
+    "request_shape_base_instructions",
+    "request_shape_developer_instructions",
+];
+
+/// Diff lines shown per request in a mismatch.
+const DIFF_LINES: usize = 40;
+
+/// One golden file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Golden {
+    /// The codex version that made the requests.
+    pub codex: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The normalised model requests, in order.
+    pub requests: Vec<Value>,
+}
+
+/// The default golden directory: `$CODEX_PARITY_GOLDEN`, else the repository's
+/// `fixtures/golden`.
+pub fn default_dir() -> PathBuf {
+    std::env::var_os(GOLDEN_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let driver = Path::new(env!("CARGO_MANIFEST_DIR"));
+            driver.parent().unwrap_or(driver).join("fixtures/golden")
+        })
+}
+
+/// `dir/VERSION/SCENARIO.json`.
+pub fn path(dir: &Path, version: &str, scenario: &str) -> PathBuf {
+    dir.join(version).join(format!("{scenario}.json"))
+}
+
+/// The golden file of `scenario` on `version`, if there is one.
+pub fn load(dir: &Path, version: &str, scenario: &str) -> anyhow::Result<Option<Golden>> {
+    let path = path(dir, version, scenario);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let golden: Golden = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a golden file ({{\"codex\", \"scenario\", \"requests\"}})",
+            path.display()
+        )
+    })?;
+    if golden.codex != version || golden.scenario != scenario {
+        bail!(
+            "{} describes {} on codex {}, not {scenario} on {version}",
+            path.display(),
+            golden.scenario,
+            golden.codex
+        );
+    }
+    Ok(Some(golden))
+}
+
+/// Writes a golden file; returns its path and whether its content changed.
+pub fn write(dir: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
+    let path = path(dir, &golden.codex, &golden.scenario);
+    let unchanged = load(dir, &golden.codex, &golden.scenario)
+        .ok()
+        .flatten()
+        .is_some_and(|old| old == *golden);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(golden)? + "\n";
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok((path, !unchanged))
+}
+
+/// How a comparison with a golden file went, when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// The requests equal the golden file.
+    Matched(PathBuf),
+    /// No golden file for this (not pinned) version: the reason it was skipped.
+    Skipped(String),
+}
+
+/// Compares normalised `requests` of `scenario` on `version` with the golden file in `dir`;
+/// `pinned` is the version that must have one. A mismatch, or a missing file for the pinned
+/// version, is an error saying what differs and how to bless.
+pub fn check(
+    dir: &Path,
+    version: &str,
+    pinned: &str,
+    scenario: &str,
+    requests: &[Value],
+) -> anyhow::Result<Checked> {
+    let file = path(dir, version, scenario);
+    let bless = format!("codex-parity run --codex-version {version} --bless --filter {scenario}");
+    let Some(golden) = load(dir, version, scenario)? else {
+        if version == pinned {
+            bail!(
+                "no golden file {} for the pinned codex {version}: review its requests \
+                 (`codex-parity run --compare --request-diff --filter {scenario}`), then write it \
+                 with `{bless}`",
+                file.display()
+            );
+        }
+        return Ok(Checked::Skipped(format!(
+            "no golden file {} for codex {version} (only the pinned {pinned} needs one): \
+             golden comparison skipped",
+            file.display()
+        )));
+    };
+    let diff = diff_requests(&golden.requests, requests);
+    if diff.is_empty() {
+        return Ok(Checked::Matched(file));
+    }
+    bail!(
+        "{} change(s) from the golden file {} (if expected, review and rewrite it with `{bless}`); \
+         - golden, + this run:\n{}",
+        diff.count(),
+        file.display(),
+        diff.to_text(DIFF_LINES).trim_end()
+    )
+}
+
+/// Checks a scenario's requests (every request its worlds captured) against its golden
+/// file on this codex (see the module docs). With `--bless` it checks nothing: the run
+/// rewrites the file.
+pub fn assert_matches(
+    ctx: &Ctx,
+    scenario: &str,
+    requests: &[CapturedRequest],
+) -> anyhow::Result<()> {
+    if !SCENARIOS.contains(&scenario) {
+        bail!(
+            "scenario bug: {scenario} is not in golden::SCENARIOS, so --bless would never write its golden file"
+        );
+    }
+    let label = ctx.binary.label();
+    if ctx.settings.bless {
+        eprintln!(
+            "{scenario}[{label}]: --bless: golden comparison skipped, the file is rewritten after the run"
+        );
+        return Ok(());
+    }
+    let pinned = versions::load()?.pinned;
+    let normalised = normalize::model_requests(requests);
+    match check(
+        &default_dir(),
+        &ctx.binary.version,
+        &pinned,
+        scenario,
+        &normalised,
+    )? {
+        Checked::Matched(_) => {}
+        Checked::Skipped(why) => eprintln!("note: {scenario}[{label}]: {why}"),
+    }
+    Ok(())
+}
+
+/// Writes the golden files of the listed scenarios from `records` (those that passed or
+/// drifted as expected), for the binaries that ran them; returns one line per scenario run
+/// saying what was written or why not.
+pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<String> {
+    let mut report = Vec::new();
+    for r in records.iter().filter(|r| SCENARIOS.contains(&r.scenario)) {
+        let name = format!("{}[{}]", r.scenario, r.label);
+        let Some(binary) = binaries.iter().find(|b| b.label() == r.label) else {
+            report.push(format!("not blessed: {name}: no binary with that label"));
+            continue;
+        };
+        match &r.outcome {
+            Outcome::Passed | Outcome::Drift(_) => {}
+            Outcome::Failed(why) => {
+                let first = why.lines().next().unwrap_or("");
+                report.push(format!("not blessed: {name} failed: {first}"));
+                continue;
+            }
+            Outcome::NotApplicable(why) => {
+                report.push(format!("not blessed: {name} is not applicable: {why}"));
+                continue;
+            }
+        }
+        let golden = Golden {
+            codex: binary.version.clone(),
+            scenario: r.scenario.to_string(),
+            requests: normalize::model_requests(&r.requests),
+        };
+        match write(dir, &golden) {
+            Ok((path, true)) => report.push(format!(
+                "blessed: wrote {} ({} request(s))",
+                path.display(),
+                golden.requests.len()
+            )),
+            Ok((path, false)) => report.push(format!("blessed: {} unchanged", path.display())),
+            Err(e) => report.push(format!("not blessed: {name}: {e:#}")),
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn requests(stream: bool) -> Vec<Value> {
+        vec![json!({"method": "POST", "path": "/v1/responses", "body": {"stream": stream}})]
+    }
+
+    fn golden(version: &str, stream: bool) -> Golden {
+        Golden {
+            codex: version.into(),
+            scenario: "request_shape_plain".into(),
+            requests: requests(stream),
+        }
+    }
+
+    #[test]
+    fn golden_files_match_mismatch_or_are_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (file, changed) = write(d, &golden("0.171.0", true)).unwrap();
+        assert!(changed);
+        assert!(file.ends_with("0.171.0/request_shape_plain.json"));
+        assert!(
+            !write(d, &golden("0.171.0", true)).unwrap().1,
+            "same content"
+        );
+        let s = "request_shape_plain";
+        assert_eq!(
+            check(d, "0.171.0", "0.171.0", s, &requests(true)).unwrap(),
+            Checked::Matched(file)
+        );
+        let e = format!(
+            "{:#}",
+            check(d, "0.171.0", "0.171.0", s, &requests(false)).unwrap_err()
+        );
+        assert!(e.contains("~ body.stream: true -> false"), "{e}");
+        assert!(
+            e.contains(
+                "codex-parity run --codex-version 0.171.0 --bless --filter request_shape_plain"
+            ),
+            "{e}"
+        );
+        // Missing: an error for the pinned version, a skip for another.
+        let e = format!(
+            "{:#}",
+            check(d, "0.180.0", "0.180.0", s, &requests(true)).unwrap_err()
+        );
+        assert!(
+            e.contains("no golden file") && e.contains("pinned codex 0.180.0"),
+            "{e}"
+        );
+        match check(d, "0.131.0", "0.171.0", s, &requests(true)).unwrap() {
+            Checked::Skipped(why) => assert!(why.contains("skipped"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_has_all() {
+        let names: Vec<&str> = crate::scenario::registry().iter().map(|s| s.name).collect();
+        for s in SCENARIOS {
+            assert!(names.contains(s), "{s} is not a registered scenario");
+        }
+        let dir = default_dir();
+        for version in std::fs::read_dir(&dir).unwrap() {
+            let version = version.unwrap().path();
+            let v = version.file_name().unwrap().to_str().unwrap().to_string();
+            for file in std::fs::read_dir(&version).unwrap() {
+                let file = file.unwrap().path();
+                let scenario = file.file_stem().unwrap().to_str().unwrap();
+                assert!(SCENARIOS.contains(&scenario), "{}", file.display());
+                assert!(load(&dir, &v, scenario).unwrap().is_some());
+            }
+        }
+        let pinned = versions::load().unwrap().pinned;
+        for s in SCENARIOS {
+            assert!(
+                load(&dir, &pinned, s).unwrap().is_some(),
+                "no golden file for {s} on the pinned {pinned}"
+            );
+        }
+    }
+
+    #[test]
+    fn files_that_describe_something_else_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path(), "0.1.0", "request_shape_plain");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, serde_json::to_string(&golden("0.2.0", true)).unwrap()).unwrap();
+        assert!(load(dir.path(), "0.1.0", "request_shape_plain").is_err());
+        std::fs::write(&p, "{").unwrap();
+        assert!(load(dir.path(), "0.1.0", "request_shape_plain").is_err());
+    }
+
+    #[test]
+    fn bless_writes_only_listed_scenarios_that_passed() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = CodexBinary {
+            path: "/c/codex".into(),
+            version: "0.171.0".into(),
+        };
+        let captured: CapturedRequest = serde_json::from_value(json!({
+            "method": "POST", "path": "/v1/responses",
+            "all_headers": {"thread-id": "01a22a00-d984-78c0-836b-c95f90401a77"},
+            "body": {"prompt_cache_key": "01a22a00-d984-78c0-836b-c95f90401a77"}
+        }))
+        .unwrap();
+        let record = |scenario: &'static str, outcome: Outcome| Record {
+            scenario,
+            id: "E1",
+            label: binary.label(),
+            outcome,
+            duration: Duration::ZERO,
+            requests: vec![captured.clone()],
+        };
+        let records = vec![
+            record("request_shape_plain", Outcome::Passed),
+            record(
+                "request_shape_base_instructions",
+                Outcome::Failed("boom\nmore".into()),
+            ),
+            record("smoke_uses_mock_responses", Outcome::Passed),
+        ];
+        let report = bless(&records, std::slice::from_ref(&binary), dir.path());
+        assert_eq!(report.len(), 2, "{report:?}");
+        assert!(report[0].starts_with("blessed: wrote"), "{report:?}");
+        assert_eq!(
+            report[1],
+            "not blessed: request_shape_base_instructions[codex-0.171.0] failed: boom"
+        );
+        let written = load(dir.path(), "0.171.0", "request_shape_plain")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            written.requests[0]["body"]["prompt_cache_key"],
+            "<thread-1>"
+        );
+        assert!(
+            load(dir.path(), "0.171.0", "smoke_uses_mock_responses")
+                .unwrap()
+                .is_none()
+        );
+    }
+}
