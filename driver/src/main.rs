@@ -150,8 +150,8 @@ struct RunArgs {
     /// Test the whole comparison set of fixtures/codex-versions.json.
     #[arg(long)]
     compare: bool,
-    /// Run only scenarios whose name contains this text or whose id starts with it
-    /// (`--filter A` runs group A, `--filter E16` the protocol scenarios).
+    /// Run only scenarios whose name contains this text or whose catalogue id it names
+    /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
     /// Scenarios run at once (default: the number of cores).
@@ -310,7 +310,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
     let mut scenarios = scenario::registry();
     if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
+        scenarios.retain(|s| s.matches(f));
         if scenarios.is_empty() {
             anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
         }

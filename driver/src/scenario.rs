@@ -60,6 +60,16 @@ impl Scenario {
         Scenario { applies, ..self }
     }
 
+    /// Whether `--filter text` selects it: its name contains `text`, or `text` is its id,
+    /// a group letter (`A`), or an id its own extends with a letter (`E11` for `E11a`).
+    pub fn matches(&self, text: &str) -> bool {
+        self.name.contains(text)
+            || self.id.strip_prefix(text).is_some_and(|rest| {
+                !(text.ends_with(|c: char| c.is_ascii_digit())
+                    && rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+    }
+
     /// The same scenario with another time limit.
     pub const fn timeout(self, timeout: Duration) -> Scenario {
         Scenario { timeout, ..self }
@@ -280,6 +290,17 @@ mod tests {
                 "{n}"
             );
         }
+    }
+
+    #[test]
+    fn filters_name_groups_and_ids() {
+        let s = |id| Scenario::new("turn_interrupt", id, "", |_| Box::pin(async { Ok(()) }));
+        assert!(s("E1").matches("E1"));
+        assert!(!s("E15").matches("E1"));
+        assert!(s("E11a").matches("E11"));
+        assert!(s("A7").matches("A"));
+        assert!(s("E9").matches("interrupt"));
+        assert!(!s("E9").matches("steer"));
     }
 
     #[test]
