@@ -208,6 +208,7 @@ pub fn registry() -> Vec<Scenario> {
     // has no `turn_trigger`. Both need a decision on how drift is recorded (issue 4).
     all.extend(crate::scenarios::lifecycle::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
+    all.extend(crate::scenarios::fault::scenarios());
     all
 }
 

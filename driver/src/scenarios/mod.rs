@@ -1,8 +1,9 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! (group B, not yet registered),
-//! `lifecycle` (E2, E3, E15) and `protocol` (E16).
+//! `lifecycle` (E2, E3, E15), `protocol` (E16) and `fault` (E14).
 
 pub mod executor;
+pub mod fault;
 pub mod goal;
 pub mod lifecycle;
 pub mod protocol;
