@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use codex_parity::baseline::Baseline;
 use codex_parity::binaries::{self, CodexBinary};
@@ -35,7 +36,9 @@ enum Command {
     ///   codex-parity run --codex-bin ./codex --filter streaming
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
-    /// usage or install error.
+    /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the
+    /// running scenarios are cancelled, their codex and sidecar processes killed and their
+    /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Download codex versions from npm into the cache (fetched once, reused after).
@@ -153,16 +156,32 @@ async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
     binaries::resolve(source, &Cache::from_env()?, &progress).await
 }
 
-async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let binaries = binaries_for(&args).await?;
-    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
-    let mut scenarios = scenario::registry();
-    if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
-        if scenarios.is_empty() {
-            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+/// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).
+/// The handlers are installed when this is called, so no signal between then and the
+/// first poll is lost or takes the default action.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = u8>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+    let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
         }
-    }
+    })
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let stop = stop_signal()?;
+    tokio::pin!(stop);
+    let prepared = tokio::select! {
+        prepared = prepare_run(&args) => prepared?,
+        code = &mut stop => {
+            eprintln!("codex-parity: interrupted while preparing the binaries; nothing was run");
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let (targets, scenarios) = prepared;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -191,10 +210,32 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             r.duration.as_secs_f64()
         );
     });
-    let records = runner::run_all(&targets, &scenarios, settings, jobs, on_done).await;
+    let signal = Arc::new(std::sync::Mutex::new(None));
+    let caught = signal.clone();
+    let stop = async move {
+        let code = stop.await;
+        if let Ok(mut c) = caught.lock() {
+            *c = Some(code);
+        }
+    };
+    let finished = runner::run_all_until(&targets, &scenarios, settings, jobs, on_done, stop).await;
     let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
-    print_matrix(&records, &scenarios, &labels);
-    let failed = records
+    print_matrix(&finished.records, &scenarios, &labels);
+    if let Some(code) = signal.lock().ok().and_then(|c| *c) {
+        eprintln!(
+            "codex-parity: interrupted; stopped {} running scenario(s){}, {} not started; their codex and sidecar processes were killed and their directories removed",
+            finished.interrupted.len(),
+            if finished.interrupted.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", finished.interrupted.join(", "))
+            },
+            finished.not_started
+        );
+        return Ok(ExitCode::from(code));
+    }
+    let failed = finished
+        .records
         .iter()
         .any(|r| matches!(r.outcome, Outcome::Failed(_)));
     Ok(if failed {
@@ -202,6 +243,22 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The targets and the scenarios `--filter` selects.
+async fn prepare_run(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<runner::Target>, Vec<scenario::Scenario>)> {
+    let binaries = binaries_for(args).await?;
+    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let mut scenarios = scenario::registry();
+    if let Some(f) = &args.filter {
+        scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
+        if scenarios.is_empty() {
+            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+        }
+    }
+    Ok((targets, scenarios))
 }
 
 fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[String]) {
@@ -241,12 +298,17 @@ fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[
     for r in records {
         match &r.outcome {
             Outcome::Failed(reason) => {
+                // The first line says what failed; the rest (stderr tails) is indented.
+                let mut lines = reason.lines();
                 println!(
                     "FAIL {}[{}]: {}",
                     r.scenario,
                     r.label,
-                    reason.lines().next().unwrap_or("")
-                )
+                    lines.next().unwrap_or("")
+                );
+                for line in lines {
+                    println!("     {line}");
+                }
             }
             Outcome::NotApplicable(reason) => {
                 println!("n/a  {}[{}]: {reason}", r.scenario, r.label)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::runner::Target;
+use crate::sidecar::SidecarHealth;
 use crate::world::{Settings, World, WorldOptions};
 
 /// A boxed, sendable future.
@@ -120,6 +121,8 @@ pub struct Tally {
     pub finished: AtomicUsize,
     /// Divergences of this codex version (see [`crate::baseline`]).
     pub drift: Mutex<Vec<String>>,
+    /// The sidecars of the scenario's worlds, to say so when one died.
+    pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
 }
 
 impl Tally {
@@ -128,6 +131,21 @@ impl Tally {
         if let Ok(mut drift) = self.drift.lock() {
             drift.push(what);
         }
+    }
+
+    /// Keeps a world's sidecar in view.
+    pub fn watch_sidecar(&self, health: Arc<SidecarHealth>) {
+        if let Ok(mut sidecars) = self.sidecars.lock() {
+            sidecars.push(health);
+        }
+    }
+
+    /// What to say about every sidecar that died without being told to stop.
+    pub fn sidecar_deaths(&self) -> Vec<String> {
+        self.sidecars
+            .lock()
+            .map(|s| s.iter().filter_map(|h| h.death()).collect())
+            .unwrap_or_default()
     }
 
     fn take_drift(&self) -> Vec<String> {
@@ -192,6 +210,15 @@ pub async fn run_scenario(
             })
         }
     };
+    // A dead sidecar explains whatever followed: say it first.
+    let failure = failure.map(|f| {
+        let deaths = ctx.tally.sidecar_deaths();
+        if deaths.is_empty() {
+            f
+        } else {
+            format!("{}\nthen: {f}", deaths.join("\n"))
+        }
+    });
     let outcome = target
         .baseline
         .judge(scenario.name, failure, ctx.tally.take_drift());

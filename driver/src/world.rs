@@ -77,7 +77,6 @@ pub struct Settings {
 /// A scenario's world. Dropping it kills its processes and removes its directory
 /// (unless `keep`).
 pub struct World {
-    dir: Option<tempfile::TempDir>,
     root: PathBuf,
     /// `CODEX_HOME`.
     pub home: PathBuf,
@@ -93,6 +92,24 @@ pub struct World {
     pub options: WorldOptions,
     servers: Vec<Arc<AppServer>>,
     tally: Arc<Tally>,
+    cleanup: Cleanup,
+}
+
+/// The world's directory and the codex processes that write into it: on drop the
+/// processes are killed first, then the directory is removed, so nothing recreates files
+/// in it afterwards. Other holders of an [`AppServer`] do not delay the kill.
+struct Cleanup {
+    servers: Vec<Arc<AppServer>>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for server in &self.servers {
+            server.kill();
+        }
+        drop(self.dir.take());
+    }
 }
 
 impl World {
@@ -124,9 +141,9 @@ impl World {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
         let sidecar = Sidecar::start(&settings.sidecar).await?;
+        tally.watch_sidecar(sidecar.health());
         let proxy = RecordingProxy::start().await?;
         let world = World {
-            dir,
             root,
             home,
             workspace,
@@ -136,6 +153,10 @@ impl World {
             options,
             servers: Vec::new(),
             tally,
+            cleanup: Cleanup {
+                servers: Vec::new(),
+                dir,
+            },
         };
         world.write_config(&world.home)?;
         if settings.keep {
@@ -218,6 +239,7 @@ impl World {
     pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
         let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
         self.servers.push(server.clone());
+        self.cleanup.servers.push(server.clone());
         Ok(server)
     }
 
@@ -227,7 +249,13 @@ impl World {
         server
             .initialize(self.options.experimental_api)
             .await
-            .context("initialize")?;
+            .with_context(|| {
+                format!(
+                    "starting {} app-server ({}): initialize",
+                    self.binary.path.display(),
+                    self.binary.label()
+                )
+            })?;
         Ok(server)
     }
 
@@ -299,7 +327,7 @@ impl World {
         if problems.is_empty() && report.exit_code != Some(0) {
             problems.push(format!("the sidecar exited with {:?}", report.exit_code));
         }
-        drop(self.dir);
+        drop(self.cleanup);
         if problems.is_empty() {
             Ok(())
         } else {
