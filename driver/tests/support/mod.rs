@@ -24,12 +24,22 @@ pub struct Sandbox {
     pub home: PathBuf,
     /// The run's working directory.
     pub cwd: PathBuf,
-    /// An empty baselines directory (`CODEX_PARITY_EXPECTED`).
+    /// An empty baselines directory (`CODEX_PARITY_EXPECTED`), used unless the sandbox
+    /// keeps the repository's baselines.
     pub expected: PathBuf,
+    real_baselines: bool,
 }
 
 impl Sandbox {
-    /// A fresh sandbox with empty directories.
+    /// A fresh sandbox whose runs use the repository's baselines (real codex runs).
+    pub fn with_real_baselines() -> Sandbox {
+        Sandbox {
+            real_baselines: true,
+            ..Sandbox::new()
+        }
+    }
+
+    /// A fresh sandbox with empty directories, baselines included (fake codex runs).
     pub fn new() -> Sandbox {
         let root = tempfile::Builder::new()
             .prefix("codex-parity-sandbox-")
@@ -51,6 +61,7 @@ impl Sandbox {
             home,
             cwd,
             expected,
+            real_baselines: false,
         }
     }
 
@@ -62,11 +73,14 @@ impl Sandbox {
             .env("HOME", &self.home)
             .env_remove("XDG_CACHE_HOME")
             .env_remove("CODEX_TEST_BINS")
-            .env("CODEX_PARITY_EXPECTED", &self.expected)
+            .env_remove("CODEX_PARITY_EXPECTED")
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if !self.real_baselines {
+            cmd.env("CODEX_PARITY_EXPECTED", &self.expected);
+        }
         cmd
     }
 
@@ -269,4 +283,19 @@ pub fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+/// `git status` of the repository (untracked files included), or `None` without git.
+pub fn repository_status() -> Option<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
