@@ -51,16 +51,29 @@ enum Command {
     },
     /// List the scenarios with their catalogue ids.
     List,
-    /// Measure our per-scenario overhead against codex's start-up, and the suite's wall time.
+    /// Measure what the harness costs and how it holds up (numbers, not pass/fail).
     ///
-    /// Example: codex-parity bench --runs 10 --codex-version 0.171.0
-    Bench {
-        /// Empty worlds to measure (median reported).
-        #[arg(long, default_value_t = 10)]
-        runs: usize,
-        #[command(flatten)]
-        run: RunArgs,
-    },
+    /// Pick any of the measures; with none, --overhead and --suite run:
+    ///   --overhead  median world set-up and teardown (ours) against codex spawn->initialize
+    ///   --suite     wall time of the suite on each binary alone, then on all of them
+    ///               together, with --jobs (how it grows from 1 to N versions)
+    ///   --soak      --turns consecutive turns on one thread, then --threads threads running
+    ///               turns at once in one app-server, against one sidecar: every request
+    ///               captured once (none lost or duplicated), sidecar memory sampled
+    ///   --load      the sidecar (capture on) under HTTP load from --clients keep-alive
+    ///               clients, against a bare hyper server sending the same SSE body;
+    ///               requests/s, p50/p99 latency and their ratio (no codex needed)
+    ///
+    /// Measures that need codex use the first binary; --suite uses all of them. Exit
+    /// status: 0, or 1 when a soak check or a suite scenario failed, 2 on errors.
+    ///
+    /// Examples:
+    ///   codex-parity bench --runs 10 --codex-version 0.171.0
+    ///   codex-parity bench --suite --jobs 2 --codex-version 0.131.0 --codex-version 0.171.0
+    ///   codex-parity bench --soak --turns 500 --threads 50 --codex-bin ./codex
+    ///   codex-parity bench --load --requests 20000 --clients 8
+    #[command(verbatim_doc_comment)]
+    Bench(BenchArgs),
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
     Sidecar {
@@ -68,6 +81,39 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct BenchArgs {
+    /// Our overhead per world against codex start-up.
+    #[arg(long)]
+    overhead: bool,
+    /// Suite wall time per binary and on all binaries.
+    #[arg(long)]
+    suite: bool,
+    /// Soak one app-server and one sidecar.
+    #[arg(long)]
+    soak: bool,
+    /// The sidecar under HTTP load against a bare server.
+    #[arg(long)]
+    load: bool,
+    /// --overhead: empty worlds to measure (median reported).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// --soak: consecutive turns on one thread.
+    #[arg(long, default_value_t = 500)]
+    turns: usize,
+    /// --soak: threads running turns at once in one app-server.
+    #[arg(long, default_value_t = 50)]
+    threads: usize,
+    /// --load: requests sent to each server.
+    #[arg(long, default_value_t = 20_000)]
+    requests: usize,
+    /// --load: concurrent keep-alive connections.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -110,7 +156,7 @@ fn main() -> ExitCode {
         }
         Command::Install { versions } => with_runtime(install_versions(versions)),
         Command::Run(args) => with_runtime(run(args)),
-        Command::Bench { runs, run } => with_runtime(bench(runs, run)),
+        Command::Bench(args) => with_runtime(bench(args)),
     }
 }
 
@@ -323,24 +369,110 @@ fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[
     }
 }
 
-async fn bench(runs: usize, args: RunArgs) -> anyhow::Result<ExitCode> {
+async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    use codex_parity::bench;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let default = !(args.overhead || args.suite || args.soak || args.load);
     let settings = Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: false,
     };
-    for binary in binaries_for(&args).await? {
-        let o = codex_parity::bench::overhead(&binary, &settings, runs).await?;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let mut failed = false;
+    if args.load {
+        let r = bench::load::load(&settings.sidecar, args.requests, args.clients).await?;
+        println!("load, {} clients:", args.clients);
+        println!("  sidecar (capture on): {}", r.sidecar.summary());
+        println!("  bare hyper server:    {}", r.bare.summary());
         println!(
-            "{}: median over {runs} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
-            binary.label(),
-            ms(codex_parity::bench::median(&o.world_setup)),
-            ms(codex_parity::bench::median(&o.teardown)),
-            ms(codex_parity::bench::median(&o.codex_start)),
+            "  sidecar / bare = {:.2} (target: at least 0.5); sidecar RSS {} KiB, peak {} KiB",
+            r.ratio(),
+            r.sidecar_memory_kib.map_or(0, |m| m.0),
+            r.sidecar_memory_kib.map_or(0, |m| m.1)
         );
     }
-    let started = std::time::Instant::now();
-    let code = run(args).await?;
-    println!("suite wall time: {:.1} s", started.elapsed().as_secs_f64());
-    Ok(code)
+    let needs_codex = default || args.overhead || args.suite || args.soak;
+    let binaries = if needs_codex {
+        binaries_for(&args.run).await?
+    } else {
+        Vec::new()
+    };
+    if default || args.overhead {
+        for binary in &binaries {
+            let o = bench::overhead(binary, &settings, args.runs).await?;
+            println!(
+                "{}: median over {} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
+                binary.label(),
+                args.runs,
+                ms(bench::median(&o.world_setup)),
+                ms(bench::median(&o.teardown)),
+                ms(bench::median(&o.codex_start)),
+            );
+        }
+    }
+    if args.soak {
+        let binary = binaries.first().context("no codex binary")?;
+        match bench::soak::soak(binary, &settings, args.turns, args.threads).await {
+            Ok(r) => {
+                println!("soak on {}:", binary.label());
+                println!("{}", r.one_thread.describe("  one thread", "turn"));
+                println!(
+                    "{}",
+                    r.many_threads
+                        .describe(&format!("  {} threads", args.threads), "round")
+                );
+                println!("  every turn's request captured exactly once");
+            }
+            Err(e) => {
+                println!("soak on {}: FAILED: {e:#}", binary.label());
+                failed = true;
+            }
+        }
+    }
+    if default || args.suite {
+        let targets = runner::prepare(binaries.clone(), &Baseline::default_dir()).await?;
+        let mut scenarios = scenario::registry();
+        if let Some(f) = &args.run.filter {
+            scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
+        }
+        let jobs = args
+            .run
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let settings = Arc::new(settings.clone());
+        let mut runs = Vec::new();
+        if targets.len() > 1 {
+            for t in &targets {
+                runs.push(vec![t.clone()]);
+            }
+        }
+        runs.push(targets.clone());
+        let mut single = Vec::new();
+        for set in runs {
+            let r = bench::suite(&set, &scenarios, settings.clone(), jobs).await;
+            let counts: Vec<String> = r.counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            println!(
+                "suite on {} ({} scenarios, --jobs {jobs}): {:.1} s ({})",
+                r.labels.join(" + "),
+                scenarios.len(),
+                r.wall.as_secs_f64(),
+                counts.join(", ")
+            );
+            failed |= r.counts.iter().any(|(w, n)| *w == "FAIL" && *n > 0);
+            if r.labels.len() == 1 {
+                single.push(r.wall);
+            } else if let Some(first) = single.first() {
+                println!(
+                    "  {} versions together take {:.2}x one version alone ({:.2}x the sum of the single runs)",
+                    r.labels.len(),
+                    r.wall.as_secs_f64() / first.as_secs_f64(),
+                    r.wall.as_secs_f64() / single.iter().map(|d| d.as_secs_f64()).sum::<f64>()
+                );
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
