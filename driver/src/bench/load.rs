@@ -5,7 +5,8 @@
 //!
 //! The sidecar runs as its own process with capture on, as scenarios use it; between
 //! rounds the script is refilled (`enqueue`) and the capture emptied (`reset`), outside
-//! the measured time. The bare server runs on its own runtime in this process.
+//! the measured time. The bare server runs in this process on one thread of its own, the
+//! way wiremock serves the sidecar's HTTP.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -216,43 +217,57 @@ async fn client(addr: String, count: usize, body: Bytes) -> anyhow::Result<Vec<D
     Ok(latencies)
 }
 
-/// A minimal hyper server: reads each request body and answers the same SSE body. It runs
-/// on its own two-thread runtime (like the sidecar's) until dropped.
+/// A minimal hyper server: reads each request body and answers the same SSE body. Like
+/// the sidecar's HTTP side (wiremock serves from one thread with a current-thread
+/// runtime), it runs on one thread of its own, until dropped.
 struct BareServer {
     addr: SocketAddr,
-    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl BareServer {
     async fn start(sse_body: String) -> anyhow::Result<BareServer> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("binding the bare server")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("the bare server's runtime")?;
-        let listener = runtime
-            .spawn(TcpListener::bind("127.0.0.1:0"))
-            .await?
-            .context("binding the bare server")?;
-        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let body = Bytes::from(sse_body);
-        runtime.spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let body = body.clone();
-                tokio::spawn(async move {
-                    let service =
-                        hyper::service::service_fn(move |request| answer(request, body.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+        std::thread::Builder::new()
+            .name("bare-server".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = accept(listener, body) => {}
+                        _ = stopped => {}
+                    }
                 });
-            }
-        });
+            })
+            .context("starting the bare server's thread")?;
         Ok(BareServer {
             addr,
-            runtime: Some(runtime),
+            stop: Some(stop),
         })
+    }
+}
+
+async fn accept(listener: TcpListener, body: Bytes) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let _ = stream.set_nodelay(true);
+        let body = body.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| answer(request, body.clone()));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
     }
 }
 
@@ -271,8 +286,8 @@ async fn answer(
 
 impl Drop for BareServer {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
     }
 }
