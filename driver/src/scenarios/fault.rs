@@ -327,6 +327,7 @@ const TRUNCATED: Fault = Fault {
     )
 };
 
+/// `response.created`, then an event whose data is not JSON, then the end of the body.
 const MALFORMED_BODY: Fault = Fault::failed(
     || {
         Ok(Scripted::raw(format!(
@@ -352,7 +353,9 @@ const MALFORMED_EVENT: Fault = Fault::completed(
     &["after the bad event"],
 );
 
-/// The whole reply (headers included) waits 1.5 s; the idle timeout is 0.3 s.
+/// The whole reply (headers included) waits 1.5 s; the idle timeout is 0.3 s. The sidecar
+/// delays whole responses only: a stall in the middle of a stream, which is what
+/// `stream_idle_timeout_ms` guards, cannot be scripted with it yet.
 const SLOW_RESPONSE: Fault = Fault {
     idle_timeout_ms: 300,
     ..Fault::completed(
