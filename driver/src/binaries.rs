@@ -83,6 +83,30 @@ fn choose_given(cli_bins: &[PathBuf], env_value: Option<OsString>) -> Option<Bin
     }
 }
 
+/// Resolves one command-line argument that is "a version or a path": a version such as
+/// `0.131.0` is installed into `cache` on demand; anything else (or a version-like name of an
+/// existing file) is probed as a path to a codex binary.
+pub async fn resolve_spec(
+    spec: &str,
+    cache: &Cache,
+    progress: &dyn Progress,
+) -> Result<CodexBinary> {
+    if is_version_spec(spec) {
+        install::install(cache, spec, progress)
+            .await
+            .with_context(|| format!("installing Codex {spec}"))
+    } else {
+        probe(Path::new(spec)).await.with_context(|| {
+            format!("checking the Codex binary {spec} (not a version such as 0.171.0)")
+        })
+    }
+}
+
+/// Whether [`resolve_spec`] takes `spec` for a version rather than a path.
+fn is_version_spec(spec: &str) -> bool {
+    versions::is_version(spec) && !Path::new(spec).exists()
+}
+
 /// Splits a `CODEX_TEST_BINS` value like `PATH` (`:` on Unix), dropping empty entries.
 pub fn split_bins(value: &std::ffi::OsStr) -> Vec<PathBuf> {
     std::env::split_paths(value)
@@ -336,6 +360,29 @@ mod tests {
         for (output, want) in cases {
             assert_eq!(parse_version_output(output).as_deref(), want, "{output:?}");
         }
+    }
+
+    #[test]
+    fn a_spec_is_a_version_or_else_a_path() {
+        assert!(is_version_spec("0.131.0"));
+        assert!(is_version_spec("0.172.0-alpha.1"));
+        assert!(!is_version_spec("./codex"));
+        assert!(!is_version_spec("codex"));
+        assert!(!is_version_spec("/opt/0.1.0/codex"));
+    }
+
+    #[tokio::test]
+    async fn a_spec_that_is_no_file_says_so() {
+        let cache = Cache::new("/nonexistent-cache");
+        let err = resolve_spec("./no-such-codex", &cache, &install::NoProgress)
+            .await
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("checking the Codex binary ./no-such-codex"),
+            "{text}"
+        );
+        assert!(text.contains("does not exist"), "{text}");
     }
 
     #[test]

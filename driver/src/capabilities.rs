@@ -4,13 +4,9 @@
 //! Scenarios decide "not applicable" from this, never from a table of version numbers.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::time::Duration;
-
-use anyhow::Context;
-use serde_json::Value;
 
 use crate::binaries::CodexBinary;
+use crate::schema::{Schema, TypeDef};
 
 /// The protocol surface of one codex binary.
 #[derive(Debug, Clone, Default)]
@@ -23,48 +19,26 @@ pub struct Capabilities {
     pub server_requests: BTreeSet<String>,
     /// Server notification methods.
     pub notifications: BTreeSet<String>,
-    /// Enum values of every string-enum definition, by type name (e.g. `ThreadGoalStatus`).
-    pub enums: BTreeMap<String, Vec<String>>,
-    /// Property names of every object definition, by type name (e.g. `ThreadStartParams`).
-    pub fields: BTreeMap<String, BTreeSet<String>>,
+    /// Every named type of the experimental schema (e.g. `ThreadGoalStatus`, `ThreadStartParams`).
+    pub types: BTreeMap<String, TypeDef>,
 }
 
 impl Capabilities {
     /// Reads the schema of `binary` (two runs of `generate-json-schema`, well under a second).
     pub async fn detect(binary: &CodexBinary) -> anyhow::Result<Capabilities> {
-        let dir = tempfile::tempdir().context("creating a directory for the schema")?;
-        let exp = dir.path().join("experimental");
-        let stable = dir.path().join("stable");
-        generate(binary, &exp, true).await?;
-        generate(binary, &stable, false).await?;
-        let client = read_json(&exp.join("ClientRequest.json"))?;
-        let server = read_json(&exp.join("ServerNotification.json"))?;
-        let mut caps = Capabilities {
-            client_methods: methods_of(&client),
-            stable_client_methods: methods(&stable.join("ClientRequest.json"))?,
-            server_requests: methods(&exp.join("ServerRequest.json"))?,
-            notifications: methods_of(&server),
-            ..Default::default()
-        };
-        for doc in [&client, &server] {
-            if let Some(defs) = doc.get("definitions").and_then(Value::as_object) {
-                for (name, def) in defs {
-                    caps.add_definition(name, def);
-                }
-            }
-        }
-        Ok(caps)
+        let experimental = Schema::generate(binary, true).await?;
+        let stable = Schema::generate(binary, false).await?;
+        Ok(Capabilities::from_schemas(experimental, &stable))
     }
 
-    fn add_definition(&mut self, name: &str, def: &Value) {
-        if let Some(values) = enum_values(def) {
-            self.enums.entry(name.to_string()).or_insert(values);
-        }
-        if let Some(props) = def.get("properties").and_then(Value::as_object) {
-            self.fields
-                .entry(name.to_string())
-                .or_default()
-                .extend(props.keys().cloned());
+    /// The capabilities described by the experimental and the stable schema of one binary.
+    pub fn from_schemas(experimental: Schema, stable: &Schema) -> Capabilities {
+        Capabilities {
+            client_methods: experimental.client_requests,
+            stable_client_methods: stable.client_requests.clone(),
+            server_requests: experimental.server_requests,
+            notifications: experimental.notifications,
+            types: experimental.types,
         }
     }
 
@@ -80,14 +54,25 @@ impl Capabilities {
 
     /// Whether the enum type `ty` has the value `value`.
     pub fn enum_has(&self, ty: &str, value: &str) -> bool {
-        self.enums
+        self.types
             .get(ty)
-            .is_some_and(|v| v.iter().any(|x| x == value))
+            .is_some_and(|t| t.values.iter().any(|x| x == value))
     }
 
     /// Whether the object type `ty` has the field `field`.
     pub fn has_field(&self, ty: &str, field: &str) -> bool {
-        self.fields.get(ty).is_some_and(|f| f.contains(field))
+        self.types
+            .get(ty)
+            .is_some_and(|t| t.fields.contains_key(field))
+    }
+
+    /// Whether the union type `ty` has the variant `variant` (its tag value or title) with
+    /// the field `field`.
+    pub fn variant_has_field(&self, ty: &str, variant: &str, field: &str) -> bool {
+        self.types
+            .get(ty)
+            .and_then(|t| t.variants.get(variant))
+            .is_some_and(|fields| fields.contains_key(field))
     }
 
     /// `Ok` when every method is present, else the reason naming the missing ones.
@@ -105,111 +90,54 @@ impl Capabilities {
     }
 }
 
-/// The values of a string enum definition: `{"enum":[...]}` or a `oneOf` of such.
-fn enum_values(def: &Value) -> Option<Vec<String>> {
-    if let Some(values) = def.get("enum").and_then(Value::as_array) {
-        return Some(
-            values
-                .iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect(),
-        );
-    }
-    let variants = def.get("oneOf").and_then(Value::as_array)?;
-    let mut out = Vec::new();
-    for v in variants {
-        out.extend(
-            v.get("enum")?
-                .as_array()?
-                .iter()
-                .filter_map(Value::as_str)
-                .map(String::from),
-        );
-    }
-    Some(out)
-}
-
-async fn generate(binary: &CodexBinary, out: &Path, experimental: bool) -> anyhow::Result<()> {
-    let mut cmd = tokio::process::Command::new(&binary.path);
-    cmd.args(["app-server", "generate-json-schema", "--out"])
-        .arg(out)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODEX_HOME", out.parent().unwrap_or(out))
-        .env("HOME", out.parent().unwrap_or(out))
-        .kill_on_drop(true);
-    if experimental {
-        cmd.arg("--experimental");
-    }
-    let output = tokio::time::timeout(Duration::from_secs(30), cmd.output())
-        .await
-        .with_context(|| format!("{}: generate-json-schema took over 30 s", binary.label()))?
-        .with_context(|| format!("{}: cannot run generate-json-schema", binary.label()))?;
-    if !output.status.success() {
-        anyhow::bail!(
-            "{}: generate-json-schema failed ({}): {}",
-            binary.label(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(())
-}
-
-fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// The method names of a `ClientRequest.json`-style schema (`oneOf` of `{method:{enum:[..]}}`).
-pub fn methods(path: &Path) -> anyhow::Result<BTreeSet<String>> {
-    Ok(methods_of(&read_json(path)?))
-}
-
-/// The method names of a parsed request or notification schema.
-pub fn methods_of(schema: &Value) -> BTreeSet<String> {
-    schema
-        .get("oneOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| {
-            v.pointer("/properties/method/enum/0")
-                .and_then(Value::as_str)
-        })
-        .map(String::from)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn reads_methods_and_enums() {
-        let schema = json!({"oneOf": [
-            {"properties": {"method": {"enum": ["initialize"]}}},
-            {"properties": {"method": {"enum": ["thread/start"]}}},
-            {"properties": {}}
-        ]});
-        let m = methods_of(&schema);
-        assert_eq!(
-            m.into_iter().collect::<Vec<_>>(),
-            vec!["initialize", "thread/start"]
-        );
-        let mut caps = Capabilities::default();
-        caps.add_definition("ThreadGoalStatus", &json!({"enum": ["active", "paused"]}));
-        caps.add_definition(
-            "ThreadStartParams",
-            &json!({"properties": {"cwd": {}, "dynamicTools": {}}}),
-        );
+    fn answers_from_the_schema_types() {
+        let types = [
+            ("ThreadGoalStatus", json!({"enum": ["active", "paused"]})),
+            (
+                "ThreadStartParams",
+                json!({"properties": {"cwd": {}, "dynamicTools": {}}}),
+            ),
+            (
+                "DynamicToolSpec",
+                json!({"oneOf": [
+                    {"title": "NamespaceDynamicToolSpec", "type": "object",
+                     "properties": {"tools": {"type": "array"}, "type": {"type": "string", "enum": ["namespace"]}}},
+                    {"title": "FunctionDynamicToolSpec", "type": "object",
+                     "properties": {"name": {"type": "string"}, "type": {"type": "string", "enum": ["function"]}}}
+                ]}),
+            ),
+        ];
+        let caps = Capabilities {
+            types: types
+                .iter()
+                .map(|(name, def)| (name.to_string(), TypeDef::parse(def)))
+                .collect(),
+            ..Default::default()
+        };
         assert!(caps.enum_has("ThreadGoalStatus", "paused"));
         assert!(!caps.enum_has("ThreadGoalStatus", "blocked"));
         assert!(caps.has_field("ThreadStartParams", "dynamicTools"));
         assert!(!caps.has_field("ThreadStartParams", "ephemeral"));
+        assert!(caps.variant_has_field("DynamicToolSpec", "namespace", "tools"));
+        assert!(!caps.variant_has_field("DynamicToolSpec", "function", "tools"));
+        assert!(!caps.variant_has_field("ThreadStartParams", "namespace", "tools"));
+    }
+
+    #[test]
+    fn stable_methods_come_from_the_stable_schema() {
+        let schema = |methods: &[&str]| Schema {
+            client_requests: methods.iter().map(|m| m.to_string()).collect(),
+            ..Default::default()
+        };
+        let caps = Capabilities::from_schemas(schema(&["a", "b"]), &schema(&["a"]));
+        assert!(caps.is_experimental("b"));
+        assert!(!caps.is_experimental("a"));
     }
 
     #[test]

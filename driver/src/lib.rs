@@ -3,24 +3,34 @@
 //! sidecar).
 //!
 //! The pieces, in the order data flows through them: [`binaries`] and [`install`] find or
-//! fetch codex binaries; [`capabilities`] reads what each supports; [`scenario`] holds the
-//! registry that both the test harness and `codex-parity run` use; each scenario builds a
-//! [`world::World`] (sidecar, `CODEX_HOME`, workspace, [`proxy`]), drives
-//! [`app_server::AppServer`] through the [`turn`] layer, and checks what the
-//! [`sidecar::Sidecar`] captured; [`runner`] runs scenarios across binaries.
+//! fetch codex binaries; [`schema`] reads the protocol schema a binary prints, from which
+//! [`capabilities`] decides what each supports and [`schema_diff`] shows what changed
+//! between two of them; [`scenario`] holds the registry that both the test harness and
+//! `codex-parity run` use; each scenario builds a [`world::World`] (sidecar, `CODEX_HOME`,
+//! workspace, [`proxy`]), drives [`app_server::AppServer`] through the [`turn`] layer, and
+//! checks what the [`sidecar::Sidecar`] captured, judged against the version's [`baseline`];
+//! [`runner`] runs scenarios across binaries (or a [`shard`] of them), and [`report`]
+//! renders the result matrix.
 
 pub mod app_server;
 pub mod baseline;
 pub mod bench;
 pub mod binaries;
 pub mod capabilities;
+pub mod git;
 pub mod install;
 pub mod message;
+pub mod png;
 pub mod proxy;
+pub mod report;
 pub mod requests;
+pub mod rollout;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
+pub mod schema;
+pub mod schema_diff;
+pub mod shard;
 pub mod sidecar;
 pub mod turn;
 pub mod versions;

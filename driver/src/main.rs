@@ -1,7 +1,7 @@
 //! The `codex-parity` command: run the parity scenarios against real codex binaries,
 //! install codex versions, list scenarios, or serve as the sidecar.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -10,8 +10,12 @@ use clap::{Parser, Subcommand};
 use codex_parity::baseline::Baseline;
 use codex_parity::binaries::{self, CodexBinary};
 use codex_parity::install::{Cache, StderrProgress};
+use codex_parity::report::{self, Matrix, terminal};
 use codex_parity::runner::{self, Record};
-use codex_parity::scenario::{self, Outcome};
+use codex_parity::scenario;
+use codex_parity::schema::Schema;
+use codex_parity::schema_diff;
+use codex_parity::shard::Shard;
 use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::versions;
 use codex_parity::world::Settings;
@@ -34,6 +38,8 @@ enum Command {
     ///   codex-parity run --codex-version 0.161.0      # another version from npm
     ///   codex-parity run --compare                    # the whole comparison set
     ///   codex-parity run --codex-bin ./codex --filter streaming
+    ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
+    ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
     /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the
@@ -48,6 +54,25 @@ enum Command {
     Install {
         /// Versions such as 0.171.0 (default: the pinned version).
         versions: Vec<String>,
+        /// Also install the whole comparison set of fixtures/codex-versions.json.
+        #[arg(long)]
+        compare: bool,
+    },
+    /// Join the results.json files of several runs into one matrix (the shards of a split
+    /// run, or runs on different binaries), print it, and optionally write the reports.
+    ///
+    /// Example: codex-parity merge shard-1 shard-2 shard-3 --report merged
+    ///
+    /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 when the
+    /// files cannot be read or joined (a shard missing or given twice, a cell in two files).
+    #[command(verbatim_doc_comment)]
+    Merge {
+        /// Directories holding a results.json (or results.json files).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// List the scenarios with their catalogue ids.
     List,
@@ -74,6 +99,50 @@ enum Command {
     ///   codex-parity bench --load --requests 20000 --clients 8
     #[command(verbatim_doc_comment)]
     Bench(BenchArgs),
+    /// Show what changed in the app-server protocol between two codex versions.
+    ///
+    /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
+    /// client requests, server requests and notifications added and removed, named types
+    /// added and removed, and for each type both have: fields added, removed, changed in
+    /// type or in being required, enum values added or removed, and union variants added,
+    /// removed or changed (an object that became a tagged union is compared with each new
+    /// variant). Lines start with `-` removed, `+` added, `~` changed.
+    ///
+    /// A and B are versions (installed from npm into the cache on first use, like
+    /// `install`) or paths to codex binaries.
+    ///
+    /// Examples:
+    ///   codex-parity schema-diff 0.131.0 0.171.0
+    ///   codex-parity schema-diff 0.161.0 ./target/codex             # a local build
+    ///   codex-parity schema-diff 0.131.0 0.171.0 --json | jq '.changed_types[] | select(.name == "ThreadGoalStatus")'
+    ///
+    /// Reading the report (an excerpt of 0.131.0 -> 0.171.0):
+    ///   client requests: +87 -2
+    ///     - thread/rollback                          gone: calls to it now fail
+    ///   changed types: 130
+    ///     DynamicToolSpec: object -> union tagged by `type`
+    ///       + variant function (fields compared with the former object)
+    ///           - field namespace: string|null
+    ///           + field type: "function" (required)
+    ///     ThreadGoalStatus
+    ///       + value blocked                          a value your client may now receive
+    ///
+    /// Exit status: 0 when both schemas were read (drift is not an error), 2 on a usage
+    /// or install error.
+    #[command(verbatim_doc_comment)]
+    SchemaDiff {
+        /// The older codex: a version such as 0.131.0, or a path to a codex binary.
+        #[arg(value_name = "A")]
+        from: String,
+        /// The newer codex: a version such as 0.171.0, or a path to a codex binary.
+        #[arg(value_name = "B")]
+        to: String,
+        /// Print the diff as JSON (fields `client_requests`, `server_requests`,
+        /// `notifications`, `client_notifications`, `types`: {added, removed}; and
+        /// `changed_types`: [{name, kind?, values, fields, variants}]).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
     Sidecar {
@@ -118,7 +187,8 @@ struct BenchArgs {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// A codex binary to test (repeatable). Wins over versions and CODEX_TEST_BINS.
+    /// A codex binary to test (repeatable); with --codex-version or --compare, tested
+    /// beside those versions. Wins over CODEX_TEST_BINS.
     #[arg(long = "codex-bin", value_name = "PATH")]
     codex_bin: Vec<PathBuf>,
     /// A codex version to install from npm and test (repeatable).
@@ -137,6 +207,13 @@ struct RunArgs {
     /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
     #[arg(long)]
     keep: bool,
+    /// Write results.json, junit.xml, report.md and report.html into this directory.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Run only share K of N of the (scenario, binary) cells, chosen by a stable hash of
+    /// each cell, so N CI machines can split the matrix; `merge` joins their results.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
 }
 
 fn main() -> ExitCode {
@@ -154,9 +231,11 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Install { versions } => with_runtime(install_versions(versions)),
+        Command::Install { versions, compare } => with_runtime(install_versions(versions, compare)),
+        Command::Merge { dirs, report } => with_runtime(merge(dirs, report)),
         Command::Run(args) => with_runtime(run(args)),
         Command::Bench(args) => with_runtime(bench(args)),
+        Command::SchemaDiff { from, to, json } => with_runtime(schema_diff(from, to, json)),
     }
 }
 
@@ -177,7 +256,10 @@ fn with_runtime(fut: impl std::future::Future<Output = anyhow::Result<ExitCode>>
     }
 }
 
-async fn install_versions(mut wanted: Vec<String>) -> anyhow::Result<ExitCode> {
+async fn install_versions(mut wanted: Vec<String>, compare: bool) -> anyhow::Result<ExitCode> {
+    if compare {
+        wanted.extend(versions::load()?.compare);
+    }
     if wanted.is_empty() {
         wanted.push(versions::load()?.pinned);
     }
@@ -188,18 +270,72 @@ async fn install_versions(mut wanted: Vec<String>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn schema_diff(from: String, to: String, json: bool) -> anyhow::Result<ExitCode> {
+    let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
+    let (a, old) = experimental_schema(&from, &cache, &progress).await?;
+    let (b, new) = experimental_schema(&to, &cache, &progress).await?;
+    let diff = schema_diff::diff(&a, &old, &b, &new);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&diff)?);
+    } else {
+        print!("{}", diff.to_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The label and `--experimental` schema of the codex `spec` names (a version or a path).
+async fn experimental_schema(
+    spec: &str,
+    cache: &Cache,
+    progress: &StderrProgress,
+) -> anyhow::Result<(String, Schema)> {
+    let binary = binaries::resolve_spec(spec, cache, progress).await?;
+    Ok((binary.label(), Schema::generate(&binary, true).await?))
+}
+
+/// The binaries of a run: the named versions (`--codex-version`, `--compare`) and the
+/// `--codex-bin` paths, both when both are given; else `CODEX_TEST_BINS` or the pinned
+/// version. Results are named by version, so two binaries of one version are refused.
 async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
     let progress = StderrProgress::new();
+    let cache = Cache::from_env()?;
     let mut wanted = args.codex_version.clone();
     if args.compare {
         wanted.extend(versions::load()?.compare);
     }
-    let source = if !wanted.is_empty() && args.codex_bin.is_empty() {
-        binaries::BinarySource::Versions(wanted)
-    } else {
-        binaries::choose_sources(&args.codex_bin, std::env::var_os(binaries::CODEX_TEST_BINS))?
-    };
-    binaries::resolve(source, &Cache::from_env()?, &progress).await
+    let mut found = Vec::new();
+    if !wanted.is_empty() {
+        let source = binaries::BinarySource::Versions(wanted.clone());
+        found.extend(binaries::resolve(source, &cache, &progress).await?);
+    }
+    if wanted.is_empty() || !args.codex_bin.is_empty() {
+        let env = std::env::var_os(binaries::CODEX_TEST_BINS);
+        let source = binaries::choose_sources(&args.codex_bin, env)?;
+        found.extend(binaries::resolve(source, &cache, &progress).await?);
+    }
+    let mut unique: Vec<CodexBinary> = Vec::new();
+    for b in found {
+        if let Some(first) = unique.iter().find(|u| u.version == b.version) {
+            if same_file(&first.path, &b.path) {
+                continue;
+            }
+            anyhow::bail!(
+                "{} and {} both report codex {}: results are named by version, so test them in separate runs",
+                first.path.display(),
+                b.path.display(),
+                b.version
+            );
+        }
+        unique.push(b);
+    }
+    Ok(unique)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).
@@ -235,27 +371,27 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sidecar: SidecarLauncher::current_exe()?,
         keep: args.keep,
     });
-    let total = targets.len() * scenarios.len();
-    eprintln!(
-        "codex-parity: {} scenario(s) on {} ({total} runs, {jobs} at once)",
-        scenarios.len(),
-        targets
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let planned = runner::planned(&targets, &scenarios, shard);
+    let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
+    let per_label = labels.iter().map(|l| {
+        let n = planned
             .iter()
-            .map(|t| t.binary.label())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let on_done = Arc::new(move |r: &Record| {
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        eprintln!(
-            "[{n}/{total}] {:<4} {}[{}] ({:.1}s)",
-            r.outcome.word(),
-            r.scenario,
-            r.label,
-            r.duration.as_secs_f64()
-        );
+            .filter(|(t, _)| t.binary.label() == *l)
+            .count();
+        (l.as_str(), n)
     });
+    let progress = terminal::Progress::new(per_label);
+    eprintln!(
+        "codex-parity: {} scenario(s) on {} ({} runs{}, {jobs} at once)",
+        scenarios.len(),
+        labels.join(", "),
+        planned.len(),
+        args.shard
+            .map(|s| format!(" in shard {s}"))
+            .unwrap_or_default()
+    );
+    let on_done = Arc::new(move |r: &Record| eprintln!("{}", progress.line(r)));
     let signal = Arc::new(std::sync::Mutex::new(None));
     let caught = signal.clone();
     let stop = async move {
@@ -264,12 +400,15 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             *c = Some(code);
         }
     };
-    let finished = runner::run_all_until(&targets, &scenarios, settings, jobs, on_done, stop).await;
-    let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
-    print_matrix(&finished.records, &scenarios, &labels);
+    let finished =
+        runner::run_shard_until(&targets, &scenarios, shard, settings, jobs, on_done, stop).await;
+    let binaries: Vec<CodexBinary> = targets.into_iter().map(|t| t.binary).collect();
+    let matrix = Matrix::from_run(&scenarios, &binaries, &finished.records, args.shard);
     if let Some(code) = signal.lock().ok().and_then(|c| *c) {
+        // A partial matrix on the terminal; no report files for a run that did not finish.
+        print!("\n{}", terminal::render(&matrix));
         eprintln!(
-            "codex-parity: interrupted; stopped {} running scenario(s){}, {} not started; their codex and sidecar processes were killed and their directories removed",
+            "codex-parity: interrupted; stopped {} running scenario(s){}, {} not started; their codex and sidecar processes were killed and their directories removed; no report written",
             finished.interrupted.len(),
             if finished.interrupted.is_empty() {
                 String::new()
@@ -280,11 +419,31 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(code));
     }
-    let failed = finished
-        .records
+    show(&matrix, args.report.as_deref())
+}
+
+async fn merge(dirs: Vec<PathBuf>, report_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let parts = dirs
         .iter()
-        .any(|r| matches!(r.outcome, Outcome::Failed(_)));
-    Ok(if failed {
+        .map(|d| report::read_dir(d))
+        .collect::<anyhow::Result<Vec<Matrix>>>()?;
+    show(&Matrix::merge(parts)?, report_dir.as_deref())
+}
+
+/// Prints the matrix, writes the reports if asked, and gives the exit status.
+fn show(matrix: &Matrix, report_dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    print!("\n{}", terminal::render(matrix));
+    if let Some(dir) = report_dir {
+        // Schema drift and request drift join these sections as they come.
+        let sections = report::sections::standard(matrix);
+        report::write_dir(dir, matrix, &sections)?;
+        eprintln!(
+            "codex-parity: wrote {} into {}",
+            report::FILES.join(", "),
+            dir.display()
+        );
+    }
+    Ok(if matrix.any_failed() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -305,68 +464,6 @@ async fn prepare_run(
         }
     }
     Ok((targets, scenarios))
-}
-
-fn print_matrix(records: &[Record], scenarios: &[scenario::Scenario], labels: &[String]) {
-    let names: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
-    let width = names.iter().map(|n| n.len()).max().unwrap_or(8).max(8);
-    print!("\n{:<width$}", "scenario");
-    for l in labels {
-        print!("  {l:<14}");
-    }
-    println!();
-    for name in &names {
-        print!("{name:<width$}");
-        for l in labels {
-            let cell = records
-                .iter()
-                .find(|r| r.scenario == *name && &r.label == l)
-                .map_or("-", |r| r.outcome.word());
-            print!("  {cell:<14}");
-        }
-        println!();
-    }
-    for l in labels {
-        let count = |word: &str| {
-            records
-                .iter()
-                .filter(|r| &r.label == l && r.outcome.word() == word)
-                .count()
-        };
-        println!(
-            "{l}: {} passed, {} as the baseline expects (drift), {} failed, {} not applicable",
-            count("pass"),
-            count("drift"),
-            count("FAIL"),
-            count("n/a")
-        );
-    }
-    for r in records {
-        match &r.outcome {
-            Outcome::Failed(reason) => {
-                // The first line says what failed; the rest (stderr tails) is indented.
-                let mut lines = reason.lines();
-                println!(
-                    "FAIL {}[{}]: {}",
-                    r.scenario,
-                    r.label,
-                    lines.next().unwrap_or("")
-                );
-                for line in lines {
-                    println!("     {line}");
-                }
-            }
-            Outcome::NotApplicable(reason) => {
-                println!("n/a  {}[{}]: {reason}", r.scenario, r.label)
-            }
-            Outcome::Drift(known) => {
-                for k in known {
-                    println!("drift {}[{}]: {k}", r.scenario, r.label);
-                }
-            }
-            Outcome::Passed => {}
-        }
-    }
 }
 
 async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {

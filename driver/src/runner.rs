@@ -10,10 +10,13 @@ use anyhow::Context;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use codex_parity_sidecar::captured::CapturedRequest;
+
 use crate::baseline::Baseline;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::scenario::{Outcome, Scenario, run_scenario};
+use crate::shard::Shard;
 use crate::world::Settings;
 
 /// A binary with its capabilities.
@@ -60,6 +63,8 @@ pub struct Record {
     pub outcome: Outcome,
     /// How long it took.
     pub duration: Duration,
+    /// The requests the scenario's worlds captured.
+    pub requests: Vec<CapturedRequest>,
 }
 
 impl Record {
@@ -70,6 +75,7 @@ impl Record {
             label: target.binary.label(),
             outcome,
             duration,
+            requests: Vec::new(),
         }
     }
 }
@@ -84,13 +90,38 @@ pub async fn run_all(
     jobs: usize,
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
+    run_shard(targets, scenarios, Shard::ALL, settings, jobs, on_done).await
+}
+
+/// The (target, scenario) runs of `shard`, in (target, scenario) order.
+pub fn planned<'a>(
+    targets: &'a [Target],
+    scenarios: &'a [Scenario],
+    shard: Shard,
+) -> Vec<(&'a Target, &'a Scenario)> {
+    targets
+        .iter()
+        .flat_map(|t| scenarios.iter().map(move |s| (t, s)))
+        .filter(|(t, s)| shard.contains(s.name, &t.binary.label()))
+        .collect()
+}
+
+/// [`run_all`] for the runs of one shard only (see [`crate::shard`]).
+pub async fn run_shard(
+    targets: &[Target],
+    scenarios: &[Scenario],
+    shard: Shard,
+    settings: Arc<Settings>,
+    jobs: usize,
+    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
+) -> Vec<Record> {
     let stop = std::future::pending::<()>();
-    run_all_until(targets, scenarios, settings, jobs, on_done, stop)
+    run_shard_until(targets, scenarios, shard, settings, jobs, on_done, stop)
         .await
         .records
 }
 
-/// What [`run_all_until`] got done.
+/// What [`run_shard_until`] got done.
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
     /// The scenarios that ended, in (target, scenario) order.
@@ -101,22 +132,20 @@ pub struct Finished {
     pub not_started: usize,
 }
 
-/// [`run_all`] that stops when `stop` resolves: every running scenario is cancelled and
+/// [`run_shard`] that stops when `stop` resolves: every running scenario is cancelled and
 /// has ended (its worlds dropped: codex and sidecar killed, directories removed) before
 /// this returns.
-pub async fn run_all_until(
+pub async fn run_shard_until(
     targets: &[Target],
     scenarios: &[Scenario],
+    shard: Shard,
     settings: Arc<Settings>,
     jobs: usize,
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Finished {
     let limit = Arc::new(Semaphore::new(jobs.max(1)));
-    let jobs: Vec<(&Target, &Scenario)> = targets
-        .iter()
-        .flat_map(|t| scenarios.iter().map(move |s| (t, s)))
-        .collect();
+    let jobs = planned(targets, scenarios, shard);
     let running: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
     // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
     let mut spawn_order: Vec<usize> = (0..jobs.len()).collect();
@@ -130,9 +159,10 @@ pub async fn run_all_until(
         let handle = set.spawn(async move {
             let _permit = limit.acquire_owned().await;
             lock(&running).insert(i);
-            let (outcome, duration) = run_scenario(&scenario, &target, settings).await;
+            let ran = run_scenario(&scenario, &target, settings).await;
             lock(&running).remove(&i);
-            let record = Record::new(&scenario, &target, outcome, duration);
+            let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
+            record.requests = ran.requests;
             on_done(&record);
             (i, record)
         });

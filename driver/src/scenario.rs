@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codex_parity_sidecar::captured::CapturedRequest;
+
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::runner::Target;
@@ -121,6 +123,8 @@ pub struct Tally {
     pub finished: AtomicUsize,
     /// Divergences of this codex version (see [`crate::baseline`]).
     pub drift: Mutex<Vec<String>>,
+    /// Every request the worlds' sidecars captured, world after world.
+    pub requests: Mutex<Vec<CapturedRequest>>,
     /// The sidecars of the scenario's worlds, to say so when one died.
     pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
 }
@@ -148,10 +152,16 @@ impl Tally {
             .unwrap_or_default()
     }
 
-    fn take_drift(&self) -> Vec<String> {
-        self.drift
-            .lock()
-            .map(|mut d| std::mem::take(&mut *d))
+    /// Keeps a world's captured requests.
+    pub fn captured(&self, requests: Vec<CapturedRequest>) {
+        if let Ok(mut all) = self.requests.lock() {
+            all.extend(requests);
+        }
+    }
+
+    fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+        list.lock()
+            .map(|mut l| std::mem::take(&mut *l))
             .unwrap_or_default()
     }
 }
@@ -182,16 +192,27 @@ impl Ctx {
     }
 }
 
+/// What one run of a scenario produced.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// How it ended, judged against the baseline.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub duration: Duration,
+    /// The requests its worlds captured (the model's view of codex), in arrival order.
+    pub requests: Vec<CapturedRequest>,
+}
+
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
 /// baseline.
-pub async fn run_scenario(
-    scenario: &Scenario,
-    target: &Target,
-    settings: Arc<Settings>,
-) -> (Outcome, Duration) {
+pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Settings>) -> Ran {
     let started = Instant::now();
     if let Err(reason) = (scenario.applies)(&target.caps) {
-        return (Outcome::NotApplicable(reason), started.elapsed());
+        return Ran {
+            outcome: Outcome::NotApplicable(reason),
+            duration: started.elapsed(),
+            requests: Vec::new(),
+        };
     }
     let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
     let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
@@ -221,19 +242,28 @@ pub async fn run_scenario(
     });
     let outcome = target
         .baseline
-        .judge(scenario.name, failure, ctx.tally.take_drift());
-    (outcome, started.elapsed())
+        .judge(scenario.name, failure, Tally::take(&ctx.tally.drift));
+    Ran {
+        outcome,
+        duration: started.elapsed(),
+        requests: Tally::take(&ctx.tally.requests),
+    }
 }
 
 /// Every scenario, in catalogue order.
 pub fn registry() -> Vec<Scenario> {
     let mut all = Vec::new();
     all.extend(crate::scenarios::executor::scenarios());
-    // Group B (`scenarios::goal`) is not registered yet: on 0.171.0 the goal continuation
-    // injects a `goal_objective` function_call_output without a call_id (a pairing
-    // violation the after-scenario check fails on), and 0.131.0's continuation request
-    // has no `turn_trigger`. Both need a decision on how drift is recorded (issue 4).
+    all.extend(crate::scenarios::goal::scenarios());
+    all.extend(crate::scenarios::goal_continuation::scenarios());
+    all.extend(crate::scenarios::history::scenarios());
+    all.extend(crate::scenarios::files::scenarios());
     all.extend(crate::scenarios::lifecycle::scenarios());
+    all.extend(crate::scenarios::threads::scenarios());
+    all.extend(crate::scenarios::dynamic_tools::scenarios());
+    all.extend(crate::scenarios::interaction::scenarios());
+    all.extend(crate::scenarios::approvals::scenarios());
+    all.extend(crate::scenarios::reasoning::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all.extend(crate::scenarios::fault::scenarios());
     all

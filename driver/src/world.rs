@@ -250,10 +250,15 @@ impl World {
             .initialize(self.options.experimental_api)
             .await
             .with_context(|| {
+                // Reports show a reason's first line: name the binary and what it said last.
+                let tail = server.stderr_tail();
+                let last = tail.lines().rev().find(|l| !l.trim().is_empty());
                 format!(
-                    "starting {} app-server ({}): initialize",
+                    "starting {} app-server ({}){}: initialize",
                     self.binary.path.display(),
-                    self.binary.label()
+                    self.binary.label(),
+                    last.map(|l| format!(" [last stderr line: {l}]"))
+                        .unwrap_or_default()
                 )
             })?;
         Ok(server)
@@ -284,16 +289,16 @@ impl World {
     }
 
     /// The checks every scenario ends with (`parity-scenarios.md` §0.4), then shuts the
-    /// world down. Fails naming everything that was wrong. A request that breaks the
-    /// tool-call pairing is codex's own doing: it is reported as drift, which the
-    /// version's baseline must list.
+    /// world down. Fails naming everything that was wrong. The requests codex makes are
+    /// its own doing: one no script answered, or one that breaks the tool-call pairing, is
+    /// reported as drift, which fails the scenario unless the version's baseline lists it.
     pub async fn finish(self) -> anyhow::Result<()> {
         self.tally.finished.fetch_add(1, Ordering::SeqCst);
         let mut problems = Vec::new();
         let requests = self.sidecar.all_requests().await?;
         for r in &requests {
             if r.outcome == codex_parity_sidecar::captured::Outcome::Unscripted {
-                problems.push(format!(
+                self.tally.drift(format!(
                     "unscripted request #{}: {} {}",
                     r.index, r.method, r.path
                 ));
@@ -317,6 +322,7 @@ impl World {
         for server in &self.servers {
             server.shutdown(Duration::from_secs(3)).await;
         }
+        self.tally.captured(requests);
         let report = self.sidecar.shutdown().await?;
         if report.pending > 0 {
             problems.push(format!(
@@ -324,8 +330,14 @@ impl World {
                 report.pending
             ));
         }
-        if problems.is_empty() && report.exit_code != Some(0) {
-            problems.push(format!("the sidecar exited with {:?}", report.exit_code));
+        // The sidecar's exit status is 3 when something was left over or unscripted.
+        let clean = report.pending == 0 && report.unscripted == 0;
+        let expected_exit = if clean { 0 } else { 3 };
+        if report.exit_code != Some(expected_exit) {
+            problems.push(format!(
+                "the sidecar exited with {:?}, expected {expected_exit}",
+                report.exit_code
+            ));
         }
         drop(self.cleanup);
         if problems.is_empty() {

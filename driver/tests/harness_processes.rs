@@ -175,7 +175,7 @@ async fn a_sidecar_killed_mid_turn_is_reported_as_the_cause() {
     let scenario = Scenario::new("sidecar_killed_mid_turn", "T2", "the sidecar dies", |c| {
         Box::pin(sidecar_killed_mid_turn(c))
     });
-    let (outcome, _) = run_scenario(&scenario, &target, settings).await;
+    let outcome = run_scenario(&scenario, &target, settings).await.outcome;
     let Outcome::Failed(reason) = outcome else {
         panic!("expected a failure, got {outcome:?}");
     };

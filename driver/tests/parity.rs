@@ -14,7 +14,7 @@ use codex_parity::binaries;
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner;
 use codex_parity::scenario::{self, Outcome};
-use codex_parity::scenario::{BoxFuture, Ctx};
+use codex_parity::scenario::{Ctx, Scenario, ScenarioFn};
 use codex_parity::scenarios::setup;
 use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::turn::{TurnOptions, run_turn, text};
@@ -22,21 +22,29 @@ use codex_parity::world::Settings;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
 
-/// Checks of the harness itself on the real codex: the after-scenario checks must catch
-/// what a scenario leaves wrong.
-type SelfCheck = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
+/// Checks of the harness itself on the real codex: a scenario that leaves its world wrong
+/// must end `Failed`, with the after-scenario checks (and the baseline judgement) naming
+/// what was wrong. Each is (name, scenario body, text the failure must contain).
+type SelfCheck = (&'static str, ScenarioFn, &'static str);
 
-const SELF_CHECKS: [(&str, SelfCheck); 2] = [
-    ("harness_reports_unconsumed_script", |c| {
-        Box::pin(unconsumed_script(c))
-    }),
-    ("harness_reports_unscripted_request", |c| {
-        Box::pin(unscripted_request(c))
-    }),
+const SELF_CHECKS: [SelfCheck; 2] = [
+    (
+        "harness_reports_unconsumed_script",
+        |c| Box::pin(one_turn(c, 2)),
+        "1 scripted response(s) never served",
+    ),
+    (
+        "harness_reports_unscripted_request",
+        |c| Box::pin(one_turn(c, 0)),
+        "drift not in the baseline: unscripted request #0: POST /v1/responses",
+    ),
 ];
 
-/// Runs one plain turn in a world with `script`, then returns what `finish` said.
-async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Result<String> {
+/// Runs one plain turn in a world with `replies` scripted replies, then finishes it.
+async fn one_turn(ctx: &Ctx, replies: usize) -> anyhow::Result<()> {
+    let script = (0..replies)
+        .map(|n| Scripted::sse(bodies::assistant_reply(&format!("resp-{n}"), "reply")))
+        .collect();
     let (world, app, thread) = setup(ctx, script).await?;
     run_turn(
         &app,
@@ -45,29 +53,7 @@ async fn finish_after_one_turn(ctx: &Ctx, script: Vec<Scripted>) -> anyhow::Resu
         &TurnOptions::default(),
     )
     .await?;
-    match world.finish().await {
-        Ok(()) => anyhow::bail!("the after-scenario checks passed a broken world"),
-        Err(e) => Ok(format!("{e:#}")),
-    }
-}
-
-async fn unconsumed_script(ctx: &Ctx) -> anyhow::Result<()> {
-    let reply = |t| Scripted::sse(bodies::assistant_reply("resp-1", t));
-    let error = finish_after_one_turn(ctx, vec![reply("served"), reply("never served")]).await?;
-    anyhow::ensure!(
-        error.contains("1 scripted response(s) never served"),
-        "wrong report: {error}"
-    );
-    Ok(())
-}
-
-async fn unscripted_request(ctx: &Ctx) -> anyhow::Result<()> {
-    let error = finish_after_one_turn(ctx, vec![]).await?;
-    anyhow::ensure!(
-        error.contains("unscripted request #0: POST /v1/responses"),
-        "wrong report: {error}"
-    );
-    Ok(())
+    world.finish().await
 }
 
 /// Takes `--codex-bin PATH` / `--codex-bin=PATH` out of the arguments.
@@ -131,8 +117,8 @@ fn main() -> ExitCode {
             }
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let trial = Trial::test(name, move || {
-                let (outcome, _) = handle.block_on(scenario::run_scenario(&s, &target, settings));
-                match outcome {
+                let ran = handle.block_on(scenario::run_scenario(&s, &target, settings));
+                match ran.outcome {
                     Outcome::Passed => Ok(()),
                     Outcome::Drift(known) => {
                         for k in known {
@@ -152,15 +138,21 @@ fn main() -> ExitCode {
         }
     }
     for target in &targets {
-        for (name, check) in SELF_CHECKS {
+        for (name, run, expected) in SELF_CHECKS {
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let name = format!("{name}[{}]", target.binary.label());
+            let check = Scenario::new("harness_self_check", "self", "self-check", run);
             trials.push(
                 Trial::test(name, move || {
-                    let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
-                    handle
-                        .block_on(check(&ctx))
-                        .map_err(|e| Failed::from(format!("{e:#}")))
+                    match handle
+                        .block_on(scenario::run_scenario(&check, &target, settings))
+                        .outcome
+                    {
+                        Outcome::Failed(reason) if reason.contains(expected) => Ok(()),
+                        other => Err(Failed::from(format!(
+                            "expected a failure naming {expected:?}, got {other:?}"
+                        ))),
+                    }
                 })
                 .with_kind("self"),
             );

@@ -41,7 +41,10 @@ pub fn violations(body: &Value) -> Vec<String> {
         let Some(call_id) = call_id else {
             let server_side = item.get("execution").and_then(Value::as_str) == Some("server");
             if kind != "tool_search_output" || !server_side {
-                found.push(format!("{kind} at input[{position}] has no call_id"));
+                found.push(format!(
+                    "{kind}{} at input[{position}] has no call_id",
+                    named(item)
+                ));
             }
             continue;
         };
@@ -59,6 +62,16 @@ pub fn violations(body: &Value) -> Vec<String> {
         }
     }
     found
+}
+
+/// ` "ns/name"` for an item that carries a name (so a report says which tool), else empty.
+fn named(item: &Value) -> String {
+    let text = |key| item.get(key).and_then(Value::as_str);
+    match (text("namespace"), text("name")) {
+        (Some(ns), Some(name)) => format!(" \"{ns}/{name}\""),
+        (None, Some(name)) => format!(" \"{name}\""),
+        _ => String::new(),
+    }
 }
 
 fn item_type(item: &Value) -> &str {
@@ -97,6 +110,17 @@ mod tests {
         assert_eq!(
             violations(&json!({"input": [{"type": "function_call_output", "call_id": ""}]})),
             vec!["function_call_output at input[0] has no call_id"]
+        );
+        // An output codex injects by itself names its tool (0.171.0's goal continuation).
+        assert_eq!(
+            violations(
+                &json!({"input": [{"type": "function_call_output", "name": "goal_objective", "namespace": "agent"}]})
+            ),
+            vec!["function_call_output \"agent/goal_objective\" at input[0] has no call_id"]
+        );
+        assert_eq!(
+            violations(&json!({"input": [{"type": "function_call_output", "name": "n"}]})),
+            vec!["function_call_output \"n\" at input[0] has no call_id"]
         );
         assert_eq!(
             violations(&json!({"input": [{"type": "tool_search_output", "execution": "client"}]})),

@@ -1,4 +1,5 @@
-//! Group B: goal operations (`parity-scenarios.md` B1–B11). Goals differ by version: where
+//! Group B: goal operations (`parity-scenarios.md` B1–B6, B9–B12; continuations are in
+//! `goal_continuation`). Goals differ by version: where
 //! the schema marks `thread/goal/*` experimental, the `goals` feature is off by default and
 //! is enabled with `--enable goals`; statuses come from the schema's `ThreadGoalStatus`.
 
@@ -65,22 +66,28 @@ pub fn scenarios() -> Vec<Scenario> {
             |c| Box::pin(goal_first(c)),
         ),
         s(
-            "goal_continuation_ends_with_update_goal",
-            "B7",
-            "an active goal runs turns until update_goal completes it",
-            |c| Box::pin(continuation(c)),
-        ),
-        s(
             "goal_refused_on_ephemeral_thread",
             "B9",
             "ephemeral threads refuse goals",
             |c| Box::pin(ephemeral(c)),
         ),
         s(
+            "goal_availability_gates",
+            "B10",
+            "goals need experimentalApi and the goals feature where the schema says so",
+            |c| Box::pin(availability_gates(c)),
+        ),
+        s(
             "goal_paused_survives_restart",
             "B11",
             "a paused goal survives an app-server restart",
             |c| Box::pin(survives_restart(c)),
+        ),
+        s(
+            "goal_invalid_input_rejected",
+            "B12",
+            "empty, over-long objectives and unknown statuses are refused; nothing changes",
+            |c| Box::pin(invalid_input(c)),
         ),
     ]
 }
@@ -90,7 +97,7 @@ pub fn needs_goals(caps: &Capabilities) -> Result<(), String> {
     caps.require_methods(&GOAL_METHODS)
 }
 
-fn needs_stopped_statuses(caps: &Capabilities) -> Result<(), String> {
+pub(super) fn needs_stopped_statuses(caps: &Capabilities) -> Result<(), String> {
     needs_goals(caps)?;
     let missing: Vec<&str> = ["blocked", "usageLimited"]
         .into_iter()
@@ -105,7 +112,7 @@ fn needs_stopped_statuses(caps: &Capabilities) -> Result<(), String> {
 
 /// World options for goals: autonomous turns allowed, the feature enabled where it is
 /// experimental in this binary.
-fn goal_options(caps: &Capabilities) -> WorldOptions {
+pub(super) fn goal_options(caps: &Capabilities) -> WorldOptions {
     let mut options = WorldOptions {
         allow_autonomous_turns: true,
         ..Default::default()
@@ -117,7 +124,7 @@ fn goal_options(caps: &Capabilities) -> WorldOptions {
 }
 
 /// A goal world with a bootstrapped thread (§0.6): 1 request.
-async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer>, String)> {
+pub(super) async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer>, String)> {
     let script = vec![Scripted::sse(bodies::assistant_reply(
         "resp-boot",
         "thread ready",
@@ -136,29 +143,27 @@ async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer>, String)>
 }
 
 /// Queues the two settle bodies (§0.5); call before the `set` that leaves the goal active.
-async fn script_settle(world: &World, n: usize) -> anyhow::Result<()> {
+pub(super) async fn script_settle(world: &World, n: usize) -> anyhow::Result<()> {
+    let (call, done) = (format!("resp-goal-{n}"), format!("resp-goal-done-{n}"));
     world
         .script(vec![
             Scripted::sse(vec![
-                events::response_created(&format!("resp-goal-{n}")),
+                events::response_created(&call),
                 events::function_call(
                     &format!("call-goal-{n}"),
                     "update_goal",
                     "{\"status\":\"complete\"}",
                 ),
-                events::completed(&format!("resp-goal-{n}")),
+                events::completed(&call),
             ]),
-            Scripted::sse(bodies::assistant_reply(
-                &format!("resp-goal-done-{n}"),
-                "Goal complete.",
-            )),
+            Scripted::sse(bodies::assistant_reply(&done, "Goal complete.")),
         ])
         .await
 }
 
 /// Waits for the continuation turn started after `cursor` to complete with the goal
 /// `complete`, then checks that no other turn starts within 1 s. Returns the turn id.
-async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Result<String> {
+pub(super) async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Result<String> {
     let started = app
         .wait_notification(cursor, "turn/started", Duration::from_secs(15), |_| true)
         .await
@@ -190,7 +195,11 @@ async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Result<String> 
 }
 
 /// Fails if a `turn/started` arrives at or after `from` within `wait`.
-async fn no_turn_within(app: &AppServer, from: usize, wait: Duration) -> anyhow::Result<()> {
+pub(super) async fn no_turn_within(
+    app: &AppServer,
+    from: usize,
+    wait: Duration,
+) -> anyhow::Result<()> {
     tokio::time::sleep(wait).await;
     if let Some(m) = app
         .messages()
@@ -203,7 +212,7 @@ async fn no_turn_within(app: &AppServer, from: usize, wait: Duration) -> anyhow:
     Ok(())
 }
 
-fn goal(result: &Value) -> anyhow::Result<&Value> {
+pub(super) fn goal(result: &Value) -> anyhow::Result<&Value> {
     result
         .get("goal")
         .filter(|g| g.is_object())
@@ -499,47 +508,6 @@ async fn goal_first(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
-async fn continuation(ctx: &Ctx) -> anyhow::Result<()> {
-    let (world, app, thread) = bootstrap(ctx).await?;
-    script_settle(&world, 1).await?;
-    let cursor = app.cursor();
-    app.goal_set(&thread, json!({"objective": "Improve benchmark coverage"}))
-        .await?;
-    await_settle(&app, cursor).await?;
-    ensure_eq!(
-        goal(&app.goal_get(&thread).await?)?["status"],
-        json!("complete"),
-        "get status"
-    );
-    let requests = expect_requests(&world, 3).await?;
-    let r2 = &requests[1];
-    let meta = r2.turn_metadata()?;
-    ensure_eq!(
-        meta["turn_trigger"],
-        json!("goal"),
-        "request 2 turn_trigger"
-    );
-    ensure!(
-        r2.body_contains_text("Improve benchmark coverage"),
-        "request 2 lacks the objective"
-    );
-    let last = r2.last_user_text().unwrap_or_default();
-    ensure!(
-        last.starts_with("<codex_internal_context source=\"goal\">")
-            && last.contains("Continue working toward the active thread goal."),
-        "request 2's last user message: {last}"
-    );
-    ensure!(
-        r2.tool_names().iter().any(|t| t == "update_goal"),
-        "request 2 does not offer update_goal"
-    );
-    ensure!(
-        requests[2].function_call_output("call-goal-1").is_ok(),
-        "request 3 lacks the update_goal output"
-    );
-    world.finish().await
-}
-
 async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread, started) = setup_with(
         ctx,
@@ -582,6 +550,17 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let again = world.start().await?;
     again.thread_resume(&thread, json!({})).await?;
+    let snapshot = again
+        .wait_notification(0, "thread/goal/updated", Duration::from_secs(2), |_| true)
+        .await;
+    match snapshot {
+        Ok(m) => ensure_eq!(
+            m.params()["goal"]["status"],
+            json!("paused"),
+            "the resume's goal snapshot"
+        ),
+        Err(_) => ctx.drift("thread/resume sent no thread/goal/updated snapshot of the goal"),
+    }
     no_turn_within(&again, 0, Duration::from_secs(1)).await?;
     let g = again.goal_get(&thread).await?;
     let g = goal(&g)?;
@@ -592,6 +571,116 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(g["status"], json!("paused"), "status after restart");
     ensure_eq!(g["tokenBudget"], json!(777), "tokenBudget after restart");
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+/// `thread/goal/get` on a fresh thread of a world made with `experimental_api` and
+/// `extra_args`: its result, or the error message.
+async fn gated_get(
+    ctx: &Ctx,
+    experimental_api: bool,
+    extra_args: &[&str],
+) -> anyhow::Result<Result<Value, String>> {
+    let options = WorldOptions {
+        experimental_api,
+        extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
+        ..Default::default()
+    };
+    let (world, app, thread, _) = setup_with(ctx, options, vec![], json!({})).await?;
+    let result = app.goal_get(&thread).await;
+    world.finish().await?;
+    Ok(match result {
+        Ok(v) => Ok(v),
+        Err(e) => Err(e
+            .rpc()
+            .map(|r| r.message.clone())
+            .with_context(|| format!("thread/goal/get: {e}"))?),
+    })
+}
+
+async fn availability_gates(ctx: &Ctx) -> anyhow::Result<()> {
+    let none = Ok(json!({"goal": null}));
+    if ctx.caps.is_experimental("thread/goal/get") {
+        let without_api = gated_get(ctx, false, &["--enable", "goals"]).await?;
+        ensure!(
+            without_api
+                .as_ref()
+                .is_err_and(|m| m.contains("thread/goal/get requires experimentalApi capability")),
+            "without experimentalApi: {without_api:?}"
+        );
+        let without_feature = gated_get(ctx, true, &[]).await?;
+        ensure!(
+            without_feature
+                .as_ref()
+                .is_err_and(|m| m.contains("goals feature is disabled")),
+            "without --enable goals: {without_feature:?}"
+        );
+        ensure_eq!(
+            gated_get(ctx, true, &["--enable", "goals"]).await?,
+            none,
+            "with both"
+        );
+    } else {
+        ensure_eq!(
+            gated_get(ctx, false, &[]).await?,
+            none,
+            "a stable method without experimentalApi"
+        );
+        let disabled = gated_get(ctx, true, &["--disable", "goals"]).await?;
+        ensure!(
+            disabled
+                .as_ref()
+                .is_err_and(|m| m.contains("goals feature is disabled")),
+            "with --disable goals: {disabled:?}"
+        );
+    }
+    Ok(())
+}
+
+async fn invalid_input(ctx: &Ctx) -> anyhow::Result<()> {
+    let (world, app, thread) = bootstrap(ctx).await?;
+    let cursor = app.cursor();
+    app.goal_set(
+        &thread,
+        json!({"objective": "Valid objective", "status": "paused"}),
+    )
+    .await?;
+    let rejected = [
+        (json!(""), "paused", "goal objective must not be empty"),
+        (
+            json!("x".repeat(4001)),
+            "paused",
+            "goal objective must be at most 4000 characters",
+        ),
+        (json!("Valid objective"), "bogus", "unknown variant"),
+    ];
+    for (objective, status, expected) in rejected {
+        let before = app.goal_get(&thread).await?;
+        let what = format!("set {expected:?}");
+        let message = rpc_error(
+            app.goal_set(&thread, json!({"objective": objective, "status": status}))
+                .await,
+            &what,
+        )?
+        .message;
+        ensure!(message.contains(expected), "{what}: {message}");
+        ensure_eq!(
+            app.goal_get(&thread).await?,
+            before,
+            "get after the refused {what}"
+        );
+    }
+    let long = "y".repeat(4000);
+    let g = app
+        .goal_set(&thread, json!({"objective": long, "status": "paused"}))
+        .await?;
+    ensure_eq!(
+        goal(&g)?["objective"],
+        json!(long),
+        "a 4000-character objective"
+    );
+    no_turn_within(&app, cursor, Duration::from_millis(500)).await?;
     expect_requests(&world, 1).await?;
     world.finish().await
 }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::{expect_requests, rpc_error, setup, setup_with};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
+use crate::rollout::rollout_files;
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, text};
 use crate::world::WorldOptions;
@@ -261,29 +262,4 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         "resume error: {message}"
     );
     world.finish().await
-}
-
-/// Every `rollout-*.jsonl` below `dir`.
-pub fn rollout_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rollout-"))
-            {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }

@@ -1,12 +1,21 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
-//! (group B, not yet registered),
-//! `lifecycle` (E2, E3, E15), `protocol` (E16) and `fault` (E14).
+//! and `goal_continuation` (group B), `history` (group C), `files` (group D), `lifecycle`
+//! (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools` (E8), `interaction`
+//! (E9, E10, E12), `approvals` (E11), `reasoning` (E13) and `fault` (E14).
 
+pub mod approvals;
+pub mod dynamic_tools;
 pub mod executor;
 pub mod fault;
+pub mod files;
 pub mod goal;
+pub mod goal_continuation;
+pub mod history;
+pub mod interaction;
 pub mod lifecycle;
 pub mod protocol;
+pub mod reasoning;
+pub mod threads;
 
 use std::time::Duration;
 

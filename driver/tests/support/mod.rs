@@ -209,7 +209,7 @@ pub fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
 if [ "$1" = "--version" ]; then echo "codex-cli 0.171.0"; exit 0; fi
 if [ "$1" = "app-server" ] && [ "$2" = "generate-json-schema" ]; then
   mkdir -p "$4"
-  for f in ClientRequest ServerNotification ServerRequest; do echo '{{"oneOf":[]}}' > "$4/$f.json"; done
+  for f in ClientRequest ServerRequest ServerNotification ClientNotification; do echo '{{"oneOf":[]}}' > "$4/$f.json"; done
   exit 0
 fi
 {app_server}

@@ -1,0 +1,239 @@
+//! `results.json`: the matrix as data, one record per scenario and codex binary, and the
+//! file `codex-parity merge` reads back.
+//!
+//! ```json
+//! {
+//!   "format": 1,
+//!   "shard": {"index": 1, "count": 2},
+//!   "codex": [{"label": "codex-0.171.0", "version": "0.171.0"}],
+//!   "scenarios": [{"name": "smoke_uses_mock_responses", "id": "A1", "summary": "..."}],
+//!   "results": [
+//!     {"scenario": "smoke_uses_mock_responses", "id": "A1", "codex": "codex-0.171.0",
+//!      "codex_version": "0.171.0", "status": "passed", "duration_ms": 734}
+//!   ]
+//! }
+//! ```
+//!
+//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
+//! `failed` or `not_applicable` (with `reason`). `codex` and `scenarios` list the whole
+//! plan, also in a shard, whose `results` hold only its own cells. Records are ordered by
+//! (scenario, binary); durations are the only values that change between identical runs.
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use serde::{Deserialize, Serialize};
+
+use super::matrix::{Column, Entry, Matrix, Row};
+use crate::scenario::Outcome;
+use crate::shard::Shard;
+
+/// The version of the file's shape.
+pub const FORMAT: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    format: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<Shard>,
+    codex: Vec<ColumnJson>,
+    scenarios: Vec<RowJson>,
+    results: Vec<ResultJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ColumnJson {
+    label: String,
+    version: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowJson {
+    name: String,
+    id: String,
+    summary: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Passed,
+    Drift,
+    Failed,
+    NotApplicable,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResultJson {
+    scenario: String,
+    id: String,
+    codex: String,
+    codex_version: String,
+    status: Status,
+    duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
+}
+
+/// The matrix as `results.json` text (pretty, with a final newline).
+pub fn render(matrix: &Matrix) -> String {
+    let file = File {
+        format: FORMAT,
+        shard: matrix.shard,
+        codex: matrix
+            .columns
+            .iter()
+            .map(|c| ColumnJson {
+                label: c.label.clone(),
+                version: c.version.clone(),
+            })
+            .collect(),
+        scenarios: matrix
+            .rows
+            .iter()
+            .map(|r| RowJson {
+                name: r.name.clone(),
+                id: r.id.clone(),
+                summary: r.summary.clone(),
+            })
+            .collect(),
+        results: matrix.entries.iter().map(|e| record(matrix, e)).collect(),
+    };
+    // Plain data with string keys: serializing cannot fail.
+    let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
+    let (status, reason, notes) = match &e.outcome {
+        Outcome::Passed => (Status::Passed, None, vec![]),
+        Outcome::Drift(notes) => (Status::Drift, None, notes.clone()),
+        Outcome::Failed(r) => (Status::Failed, Some(r.clone()), vec![]),
+        Outcome::NotApplicable(r) => (Status::NotApplicable, Some(r.clone()), vec![]),
+    };
+    ResultJson {
+        scenario: e.scenario.clone(),
+        id: matrix.id_of(&e.scenario).to_string(),
+        codex: e.codex.clone(),
+        codex_version: matrix.version_of(&e.codex).to_string(),
+        status,
+        duration_ms: u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
+        reason,
+        notes,
+    }
+}
+
+/// Reads `results.json` text back into a matrix. Every record must name a listed
+/// scenario and binary.
+pub fn parse(text: &str) -> anyhow::Result<Matrix> {
+    let file: File = serde_json::from_str(text).context("not a codex-parity results.json")?;
+    ensure!(
+        file.format == FORMAT,
+        "results.json format {} is not {FORMAT}: written by another codex-parity version",
+        file.format
+    );
+    let matrix = Matrix {
+        shard: file.shard,
+        rows: file
+            .scenarios
+            .into_iter()
+            .map(|r| Row {
+                name: r.name,
+                id: r.id,
+                summary: r.summary,
+            })
+            .collect(),
+        columns: file
+            .codex
+            .into_iter()
+            .map(|c| Column {
+                label: c.label,
+                version: c.version,
+            })
+            .collect(),
+        entries: Vec::new(),
+    };
+    let mut entries = Vec::new();
+    for r in file.results {
+        ensure!(
+            matrix.rows.iter().any(|row| row.name == r.scenario),
+            "result for {} which is not among the scenarios",
+            r.scenario
+        );
+        ensure!(
+            matrix.columns.iter().any(|c| c.label == r.codex),
+            "result for {} which is not among the codex binaries",
+            r.codex
+        );
+        let reason = || r.reason.clone().unwrap_or_default();
+        let outcome = match r.status {
+            Status::Passed => Outcome::Passed,
+            Status::Drift => Outcome::Drift(r.notes.clone()),
+            Status::Failed => Outcome::Failed(reason()),
+            Status::NotApplicable => Outcome::NotApplicable(reason()),
+        };
+        entries.push(Entry {
+            scenario: r.scenario,
+            codex: r.codex,
+            outcome,
+            duration: Duration::from_millis(r.duration_ms),
+        });
+    }
+    let mut matrix = Matrix { entries, ..matrix };
+    matrix.sort();
+    Ok(matrix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::matrix::tests::sample;
+
+    #[test]
+    fn round_trips() {
+        let mut m = sample();
+        assert_eq!(parse(&render(&m)).unwrap(), m);
+        m.shard = Some(Shard { index: 2, count: 3 });
+        assert_eq!(parse(&render(&m)).unwrap(), m);
+    }
+
+    #[test]
+    fn records_carry_status_reason_notes_and_version() {
+        let v: serde_json::Value = serde_json::from_str(&render(&sample())).unwrap();
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), 5);
+        assert_eq!(results[0]["status"], "passed");
+        assert_eq!(results[0]["codex_version"], "0.131.0");
+        assert_eq!(results[0]["duration_ms"], 1200);
+        assert!(results[0].get("reason").is_none());
+        assert_eq!(results[1]["status"], "failed");
+        assert!(
+            results[1]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("second line")
+        );
+        assert_eq!(results[2]["status"], "not_applicable");
+        assert_eq!(results[2]["id"], "E16");
+        assert_eq!(results[3]["status"], "drift");
+        assert_eq!(results[3]["notes"][0], "injects output (goal_objective)");
+        assert!(v.get("shard").is_none());
+    }
+
+    #[test]
+    fn rejects_foreign_files_and_unknown_cells() {
+        assert!(parse("{}").is_err());
+        let text = render(&sample()).replace("\"format\": 1", "\"format\": 9");
+        assert!(format!("{:#}", parse(&text).unwrap_err()).contains("format 9"));
+        let text =
+            render(&sample()).replace("\"codex\": \"codex-0.131.0\"", "\"codex\": \"codex-9\"");
+        assert!(format!("{:#}", parse(&text).unwrap_err()).contains("codex-9"));
+    }
+}

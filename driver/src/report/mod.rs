@@ -1,0 +1,121 @@
+//! The results of a run, rendered: one [`Matrix`] model (scenarios × codex binaries) that
+//! the terminal, `results.json`, `junit.xml`, `report.md` and `report.html` all show.
+//!
+//! `codex-parity run --report DIR` writes the four files with [`write_dir`];
+//! `codex-parity merge` reads `results.json` files back with [`read_dir`] and joins them
+//! with [`Matrix::merge`]. Files are written in (scenario, binary) order, so the same inputs
+//! give the same files except for durations.
+
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod matrix;
+pub mod sections;
+pub mod terminal;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+pub use matrix::{Column, Entry, Matrix, Row, Totals};
+pub use sections::{Item, Section};
+
+/// The file names `write_dir` writes.
+pub const FILES: [&str; 4] = ["results.json", "junit.xml", "report.md", "report.html"];
+
+/// Writes `results.json`, `junit.xml`, `report.md` and `report.html` into `dir` (created if
+/// needed); `sections` go under the matrix in the Markdown and HTML reports. Returns the
+/// paths written.
+pub fn write_dir(
+    dir: &Path,
+    matrix: &Matrix,
+    sections: &[Section],
+) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let texts = [
+        json::render(matrix),
+        junit::render(matrix),
+        markdown::render(matrix, sections),
+        html::render(matrix, sections),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in FILES.iter().zip(texts) {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Reads `DIR/results.json` (or the file itself when `path` is one).
+pub fn read_dir(path: &Path) -> anyhow::Result<Matrix> {
+    let file = if path.is_dir() {
+        path.join(FILES[0])
+    } else {
+        path.to_path_buf()
+    };
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    json::parse(&text).with_context(|| format!("reading {}", file.display()))
+}
+
+/// Escapes text for XML and HTML, in element text and in quoted attributes: `&<>"'`, and
+/// every character XML 1.0 forbids (most C0 controls, such as an ANSI colour code in a
+/// codex stderr tail) becomes U+FFFD. Newlines and tabs are kept.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`escape`] for an XML attribute whose line breaks must survive (parsers turn a raw
+/// newline in an attribute into a space).
+pub fn escape_attr(text: &str) -> String {
+    escape(text)
+        .replace('\n', "&#10;")
+        .replace('\r', "&#13;")
+        .replace('\t', "&#9;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_covers_markup_and_forbidden_characters() {
+        assert_eq!(
+            escape("a<b>&\"c\"'d'"),
+            "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"
+        );
+        assert_eq!(escape("x\u{1b}[0m\u{0}\ty\n"), "x\u{fffd}[0m\u{fffd}\ty\n");
+        assert_eq!(escape_attr("a\nb"), "a&#10;b");
+    }
+
+    #[test]
+    fn write_dir_writes_the_four_files_and_reads_results_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix::tests::sample();
+        let out = dir.path().join("nested/report");
+        let written = write_dir(&out, &m, &sections::standard(&m)).unwrap();
+        assert_eq!(written.len(), 4);
+        for name in FILES {
+            assert!(out.join(name).is_file(), "{name}");
+        }
+        assert_eq!(read_dir(&out).unwrap(), m);
+        assert_eq!(read_dir(&out.join("results.json")).unwrap(), m);
+        let e = read_dir(dir.path()).unwrap_err();
+        assert!(format!("{e:#}").contains("results.json"), "{e:#}");
+    }
+}

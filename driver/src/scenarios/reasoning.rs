@@ -1,0 +1,106 @@
+//! Reasoning events (`parity-scenarios.md` E13): a reasoning item streamed by the model
+//! reaches the client as summary deltas and a completed `reasoning` item, and goes back to
+//! the model in the next request.
+//!
+//! The stream opens the reasoning item with `response.output_item.added` before the
+//! summary delta, as the Responses API does: without it no version routes the delta (the
+//! catalogue's script omits it; 0.131.0, 0.161.0 and 0.171.0 then send no
+//! `item/reasoning/summaryTextDelta`).
+
+use anyhow::Context;
+use codex_parity_sidecar::{Scripted, bodies, events};
+use serde_json::json;
+
+use super::{expect_requests, setup};
+use crate::ensure_eq;
+use crate::scenario::{Ctx, Scenario};
+use crate::turn::{TurnOptions, run_turn, text};
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    vec![Scenario::new(
+        "reasoning_events_and_echo",
+        "E13",
+        "reasoning summary deltas and item reach the client; the item goes back to the model",
+        |c| Box::pin(reasoning(c)),
+    )]
+}
+
+/// The opaque reasoning state the mock hands codex.
+const ENCRYPTED: &str = "opaque-reasoning-state";
+
+async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut item = events::reasoning_item("rs-1", &["thinking"], &[]);
+    item["item"]["encrypted_content"] = json!(ENCRYPTED);
+    let script = vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::reasoning_item_added("rs-1", &[]),
+            events::reasoning_summary_text_delta("thinking"),
+            item,
+            events::assistant_message("m1", "done"),
+            events::completed("resp-1"),
+        ]),
+        Scripted::sse(bodies::assistant_reply("resp-2", "again")),
+    ];
+    let (world, app, thread) = setup(ctx, script).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("think first")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    let deltas: Vec<_> = turn
+        .notifications("item/reasoning/summaryTextDelta")
+        .into_iter()
+        .map(|p| {
+            (
+                p["itemId"].clone(),
+                p["delta"].clone(),
+                p["summaryIndex"].clone(),
+            )
+        })
+        .collect();
+    ensure_eq!(
+        deltas,
+        vec![(json!("rs-1"), json!("thinking"), json!(0))],
+        "item/reasoning/summaryTextDelta (itemId, delta, summaryIndex)"
+    );
+    let items = turn.completed_items("reasoning");
+    ensure_eq!(items.len(), 1, "completed reasoning items");
+    ensure_eq!(items[0]["id"], json!("rs-1"), "reasoning item id");
+    ensure_eq!(
+        items[0]["summary"],
+        json!(["thinking"]),
+        "reasoning item summary"
+    );
+    ensure_eq!(turn.final_response(), "done", "final response");
+    let next = run_turn(
+        &app,
+        &thread,
+        vec![text("and now?")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(next.status.as_str(), "completed", "second turn status");
+    let requests = expect_requests(&world, 2).await?;
+    let echoed = requests[1].inputs_of_type("reasoning");
+    ensure_eq!(echoed.len(), 1, "reasoning items in request 2");
+    let echoed = echoed[0];
+    ensure_eq!(
+        echoed["summary"],
+        json!([{"type": "summary_text", "text": "thinking"}]),
+        "echoed reasoning summary"
+    );
+    ensure_eq!(
+        echoed
+            .get("encrypted_content")
+            .context("the echoed reasoning item has no encrypted_content")?
+            .clone(),
+        json!(ENCRYPTED),
+        "echoed reasoning encrypted_content"
+    );
+    world.finish().await
+}
