@@ -2,13 +2,15 @@
 //! stdout, with per-call timeouts, a log of everything the server sent, and handlers for the
 //! requests the server sends to the client.
 //!
-//! The child is killed when the client is dropped, so a test that panics leaves no process.
+//! The child runs in its own process group (so a Ctrl-C at the terminal reaches only the
+//! harness, which then stops it) and the whole group is killed at once when the client is
+//! dropped, so a test that panics or a run that is interrupted leaves no process.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -153,6 +155,8 @@ struct Shared {
     bad_lines: Mutex<Vec<String>>,
     stderr: Mutex<VecDeque<String>>,
     exit: watch::Sender<Option<String>>,
+    /// Set as soon as the child has been waited for: its pid may then be reused.
+    reaped: AtomicBool,
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
 }
 
@@ -202,6 +206,7 @@ impl AppServer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| {
             anyhow::anyhow!(
@@ -236,6 +241,7 @@ impl AppServer {
             bad_lines: Mutex::new(Vec::new()),
             stderr: Mutex::new(VecDeque::new()),
             exit: exit_tx,
+            reaped: AtomicBool::new(false),
             writer: Mutex::new(Some(line_tx)),
         });
         tokio::spawn(write_lines(stdin, line_rx));
@@ -465,9 +471,18 @@ impl AppServer {
             .await
     }
 
-    /// Kills the process now (SIGKILL); the exit shows in [`AppServer::exit_status`].
+    /// Kills the process and its process group now (SIGKILL, sent before this returns);
+    /// the exit shows in [`AppServer::exit_status`].
     pub fn kill(&self) {
         if let Some(kill) = lock(&self.kill).take() {
+            // The group id is the child's pid, valid until the child is reaped.
+            if !self.shared.reaped.load(Ordering::SeqCst)
+                && let Some(group) = self
+                    .pid
+                    .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+            {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
             let _ = kill.send(());
         }
     }
@@ -620,6 +635,7 @@ async fn watch_child(
             child.wait().await
         }
     };
+    shared.reaped.store(true, Ordering::SeqCst);
     let text = match status {
         Ok(s) => s.to_string(),
         Err(e) => format!("wait failed: {e}"),

@@ -237,13 +237,23 @@ pub(crate) fn find_on_path(name: &std::ffi::OsStr) -> Option<PathBuf> {
         })
 }
 
-/// Spawns `<path> --version` and waits for it, killing it after `timeout`.
+/// Spawns `<path> --version` and waits for it, killing it after `timeout`. Codex writes
+/// helper links under `$CODEX_HOME/tmp` even for `--version`: it runs with `HOME` and
+/// `CODEX_HOME` in a temporary directory, so the user's `~/.codex` is never touched.
 async fn run_version(path: &Path, timeout: Duration) -> Result<std::process::Output> {
     let shown = path.display();
+    let home = tempfile::Builder::new()
+        .prefix("codex-parity-probe-")
+        .tempdir()
+        .context("creating a home for `codex --version`")?;
     let mut attempt = 0;
     let child = loop {
         let spawned = tokio::process::Command::new(path)
             .arg("--version")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("CODEX_HOME", home.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

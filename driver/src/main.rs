@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use codex_parity::baseline::Baseline;
 use codex_parity::binaries::{self, CodexBinary};
@@ -43,7 +44,9 @@ enum Command {
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
-    /// usage or install error.
+    /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the
+    /// running scenarios are cancelled, their codex and sidecar processes killed and their
+    /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Download codex versions from npm into the cache (fetched once, reused after).
@@ -75,16 +78,29 @@ enum Command {
     },
     /// List the scenarios with their catalogue ids.
     List,
-    /// Measure our per-scenario overhead against codex's start-up, and the suite's wall time.
+    /// Measure what the harness costs and how it holds up (numbers, not pass/fail).
     ///
-    /// Example: codex-parity bench --runs 10 --codex-version 0.171.0
-    Bench {
-        /// Empty worlds to measure (median reported).
-        #[arg(long, default_value_t = 10)]
-        runs: usize,
-        #[command(flatten)]
-        run: RunArgs,
-    },
+    /// Pick any of the measures; with none, --overhead and --suite run:
+    ///   --overhead  median world set-up and teardown (ours) against codex spawn->initialize
+    ///   --suite     wall time of the suite on each binary alone, then on all of them
+    ///               together, with --jobs (how it grows from 1 to N versions)
+    ///   --soak      --turns consecutive turns on one thread, then --threads threads running
+    ///               turns at once in one app-server, against one sidecar: every request
+    ///               captured once (none lost or duplicated), sidecar memory sampled
+    ///   --load      the sidecar (capture on) under HTTP load from --clients keep-alive
+    ///               clients, against a bare hyper server sending the same SSE body;
+    ///               requests/s, p50/p99 latency and their ratio (no codex needed)
+    ///
+    /// Measures that need codex use the first binary; --suite uses all of them. Exit
+    /// status: 0, or 1 when a soak check or a suite scenario failed, 2 on errors.
+    ///
+    /// Examples:
+    ///   codex-parity bench --runs 10 --codex-version 0.171.0
+    ///   codex-parity bench --suite --jobs 2 --codex-version 0.131.0 --codex-version 0.171.0
+    ///   codex-parity bench --soak --turns 500 --threads 50 --codex-bin ./codex
+    ///   codex-parity bench --load --requests 20000 --clients 8
+    #[command(verbatim_doc_comment)]
+    Bench(BenchArgs),
     /// Show what changed in the app-server protocol between two codex versions.
     ///
     /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
@@ -136,6 +152,39 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct BenchArgs {
+    /// Our overhead per world against codex start-up.
+    #[arg(long)]
+    overhead: bool,
+    /// Suite wall time per binary and on all binaries.
+    #[arg(long)]
+    suite: bool,
+    /// Soak one app-server and one sidecar.
+    #[arg(long)]
+    soak: bool,
+    /// The sidecar under HTTP load against a bare server.
+    #[arg(long)]
+    load: bool,
+    /// --overhead: empty worlds to measure (median reported).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// --soak: consecutive turns on one thread.
+    #[arg(long, default_value_t = 500)]
+    turns: usize,
+    /// --soak: threads running turns at once in one app-server.
+    #[arg(long, default_value_t = 50)]
+    threads: usize,
+    /// --load: requests sent to each server.
+    #[arg(long, default_value_t = 20_000)]
+    requests: usize,
+    /// --load: concurrent keep-alive connections.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -196,7 +245,7 @@ fn main() -> ExitCode {
         Command::Install { versions, compare } => with_runtime(install_versions(versions, compare)),
         Command::Merge { dirs, report } => with_runtime(merge(dirs, report)),
         Command::Run(args) => with_runtime(run(args)),
-        Command::Bench { runs, run } => with_runtime(bench(runs, run)),
+        Command::Bench(args) => with_runtime(bench(args)),
         Command::SchemaDiff { from, to, json } => with_runtime(schema_diff(from, to, json)),
     }
 }
@@ -300,21 +349,32 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let binaries = binaries_for(&args).await?;
-    if args.request_diff && binaries.len() < 2 {
-        anyhow::bail!(
-            "--request-diff compares versions: name two or more binaries (e.g. --compare)"
-        );
-    }
-    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
-    let mut scenarios = scenario::registry();
-    if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.matches(f));
-        if scenarios.is_empty() {
-            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+/// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).
+/// The handlers are installed when this is called, so no signal between then and the
+/// first poll is lost or takes the default action.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = u8>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+    let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
         }
-    }
+    })
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let stop = stop_signal()?;
+    tokio::pin!(stop);
+    let prepared = tokio::select! {
+        prepared = prepare_run(&args) => prepared?,
+        code = &mut stop => {
+            eprintln!("codex-parity: interrupted while preparing the binaries; nothing was run");
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let (targets, scenarios) = prepared;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -344,16 +404,41 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
     let on_done = Arc::new(move |r: &Record| eprintln!("{}", progress.line(r)));
-    let records = runner::run_shard(&targets, &scenarios, shard, settings, jobs, on_done).await;
+    let signal = Arc::new(std::sync::Mutex::new(None));
+    let caught = signal.clone();
+    let stop = async move {
+        let code = stop.await;
+        if let Ok(mut c) = caught.lock() {
+            *c = Some(code);
+        }
+    };
+    let finished =
+        runner::run_shard_until(&targets, &scenarios, shard, settings, jobs, on_done, stop).await;
     let binaries: Vec<CodexBinary> = targets.into_iter().map(|t| t.binary).collect();
-    let matrix = Matrix::from_run(&scenarios, &binaries, &records, args.shard);
+    let matrix = Matrix::from_run(&scenarios, &binaries, &finished.records, args.shard);
+    if let Some(code) = signal.lock().ok().and_then(|c| *c) {
+        // A partial matrix on the terminal; no report files for a run that did not finish.
+        print!("\n{}", terminal::render(&matrix));
+        eprintln!(
+            "codex-parity: interrupted; stopped {} running scenario(s){}, {} not started; their codex and sidecar processes were killed and their directories removed; no report written",
+            finished.interrupted.len(),
+            if finished.interrupted.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", finished.interrupted.join(", "))
+            },
+            finished.not_started
+        );
+        return Ok(ExitCode::from(code));
+    }
+    let records = &finished.records;
     let drift = if args.report.is_some() && binaries.len() > 1 {
-        drift_sections(&records, &binaries).await?
+        drift_sections(records, &binaries).await?
     } else {
         Vec::new()
     };
     let code = show(&matrix, args.report.as_deref(), drift)?;
-    request_drift_and_bless(&args, &records, &binaries);
+    request_drift_and_bless(&args, records, &binaries);
     Ok(code)
 }
 
@@ -375,6 +460,19 @@ async fn drift_sections(
         report::sections::schema_drift(&diffs),
         report::sections::request_drift(codex_parity::request_drift::report(records, binaries)),
     ])
+}
+
+/// `--request-diff` and `--bless`, after the matrix.
+fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[CodexBinary]) {
+    if args.request_diff {
+        print!("{}", codex_parity::request_drift::report(records, binaries));
+    }
+    if args.bless {
+        let dir = codex_parity::golden::default_dir();
+        for line in codex_parity::golden::bless(records, binaries, &dir) {
+            println!("{line}");
+        }
+    }
 }
 
 async fn merge(dirs: Vec<PathBuf>, report_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -409,38 +507,132 @@ fn show(
     })
 }
 
-/// `--request-diff` and `--bless`, after the matrix.
-fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[CodexBinary]) {
-    if args.request_diff {
-        print!("{}", codex_parity::request_drift::report(records, binaries));
+/// The targets and the scenarios `--filter` selects.
+async fn prepare_run(
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<runner::Target>, Vec<scenario::Scenario>)> {
+    let binaries = binaries_for(args).await?;
+    if args.request_diff && binaries.len() < 2 {
+        anyhow::bail!(
+            "--request-diff compares versions: name two or more binaries (e.g. --compare)"
+        );
     }
-    if args.bless {
-        let dir = codex_parity::golden::default_dir();
-        for line in codex_parity::golden::bless(records, binaries, &dir) {
-            println!("{line}");
+    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let mut scenarios = scenario::registry();
+    if let Some(f) = &args.filter {
+        scenarios.retain(|s| s.matches(f));
+        if scenarios.is_empty() {
+            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
         }
     }
+    Ok((targets, scenarios))
 }
 
-async fn bench(runs: usize, args: RunArgs) -> anyhow::Result<ExitCode> {
+async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    use codex_parity::bench;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let default = !(args.overhead || args.suite || args.soak || args.load);
     let settings = Settings {
         sidecar: SidecarLauncher::current_exe()?,
         keep: false,
         bless: false,
     };
-    for binary in binaries_for(&args).await? {
-        let o = codex_parity::bench::overhead(&binary, &settings, runs).await?;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let mut failed = false;
+    if args.load {
+        let r = bench::load::load(&settings.sidecar, args.requests, args.clients).await?;
+        println!("load, {} clients:", args.clients);
+        println!("  sidecar (capture on): {}", r.sidecar.summary());
+        println!("  bare hyper server:    {}", r.bare.summary());
         println!(
-            "{}: median over {runs} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
-            binary.label(),
-            ms(codex_parity::bench::median(&o.world_setup)),
-            ms(codex_parity::bench::median(&o.teardown)),
-            ms(codex_parity::bench::median(&o.codex_start)),
+            "  sidecar / bare = {:.2} (target: at least 0.5); sidecar RSS {} KiB, peak {} KiB",
+            r.ratio(),
+            r.sidecar_memory_kib.map_or(0, |m| m.0),
+            r.sidecar_memory_kib.map_or(0, |m| m.1)
         );
     }
-    let started = std::time::Instant::now();
-    let code = run(args).await?;
-    println!("suite wall time: {:.1} s", started.elapsed().as_secs_f64());
-    Ok(code)
+    let needs_codex = default || args.overhead || args.suite || args.soak;
+    let binaries = if needs_codex {
+        binaries_for(&args.run).await?
+    } else {
+        Vec::new()
+    };
+    if default || args.overhead {
+        for binary in &binaries {
+            let o = bench::overhead(binary, &settings, args.runs).await?;
+            println!(
+                "{}: median over {} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
+                binary.label(),
+                args.runs,
+                ms(bench::median(&o.world_setup)),
+                ms(bench::median(&o.teardown)),
+                ms(bench::median(&o.codex_start)),
+            );
+        }
+    }
+    if args.soak {
+        let binary = binaries.first().context("no codex binary")?;
+        match bench::soak::soak(binary, &settings, args.turns, args.threads).await {
+            Ok(r) => {
+                println!("soak on {}:", binary.label());
+                println!("{}", r.one_thread.describe("  one thread", "turn"));
+                println!(
+                    "{}",
+                    r.many_threads
+                        .describe(&format!("  {} threads", args.threads), "round")
+                );
+                println!("  every turn's request captured exactly once");
+            }
+            Err(e) => {
+                println!("soak on {}: FAILED: {e:#}", binary.label());
+                failed = true;
+            }
+        }
+    }
+    if default || args.suite {
+        let targets = runner::prepare(binaries.clone(), &Baseline::default_dir()).await?;
+        let mut scenarios = scenario::registry();
+        if let Some(f) = &args.run.filter {
+            scenarios.retain(|s| s.name.contains(f.as_str()) || s.id.starts_with(f.as_str()));
+        }
+        let jobs = args
+            .run
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let settings = Arc::new(settings.clone());
+        let mut runs = Vec::new();
+        if targets.len() > 1 {
+            for t in &targets {
+                runs.push(vec![t.clone()]);
+            }
+        }
+        runs.push(targets.clone());
+        let mut single = Vec::new();
+        for set in runs {
+            let r = bench::suite(&set, &scenarios, settings.clone(), jobs).await;
+            let counts: Vec<String> = r.counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            println!(
+                "suite on {} ({} scenarios, --jobs {jobs}): {:.1} s ({})",
+                r.labels.join(" + "),
+                scenarios.len(),
+                r.wall.as_secs_f64(),
+                counts.join(", ")
+            );
+            failed |= r.counts.iter().any(|(w, n)| *w == "FAIL" && *n > 0);
+            if r.labels.len() == 1 {
+                single.push(r.wall);
+            } else if let Some(first) = single.first() {
+                println!(
+                    "  {} versions together take {:.2}x one version alone ({:.2}x the sum of the single runs)",
+                    r.labels.len(),
+                    r.wall.as_secs_f64() / first.as_secs_f64(),
+                    r.wall.as_secs_f64() / single.iter().map(|d| d.as_secs_f64()).sum::<f64>()
+                );
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

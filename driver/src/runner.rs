@@ -1,12 +1,14 @@
 //! Runs scenarios across codex binaries, in parallel up to a job limit, and collects one
 //! record per scenario and binary. Shared by the test harness and `codex-parity run`.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use codex_parity_sidecar::captured::CapturedRequest;
 
@@ -113,37 +115,96 @@ pub async fn run_shard(
     jobs: usize,
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
+    let stop = std::future::pending::<()>();
+    run_shard_until(targets, scenarios, shard, settings, jobs, on_done, stop)
+        .await
+        .records
+}
+
+/// What [`run_shard_until`] got done.
+#[derive(Debug, Clone, Default)]
+pub struct Finished {
+    /// The scenarios that ended, in (target, scenario) order.
+    pub records: Vec<Record>,
+    /// Scenarios stopped while running, as `name[label]` (empty when not stopped).
+    pub interrupted: Vec<String>,
+    /// Scenarios that never started because of the stop.
+    pub not_started: usize,
+}
+
+/// [`run_shard`] that stops when `stop` resolves: every running scenario is cancelled and
+/// has ended (its worlds dropped: codex and sidecar killed, directories removed) before
+/// this returns.
+pub async fn run_shard_until(
+    targets: &[Target],
+    scenarios: &[Scenario],
+    shard: Shard,
+    settings: Arc<Settings>,
+    jobs: usize,
+    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Finished {
     let limit = Arc::new(Semaphore::new(jobs.max(1)));
     let jobs = planned(targets, scenarios, shard);
+    let running: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
     // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
     let mut spawn_order: Vec<usize> = (0..jobs.len()).collect();
     spawn_order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].1.timeout));
-    let mut handles: Vec<Option<tokio::task::JoinHandle<Record>>> =
-        jobs.iter().map(|_| None).collect();
+    let mut set = JoinSet::new();
+    let mut task_of = HashMap::new();
     for i in spawn_order {
         let (target, scenario) = (jobs[i].0.clone(), *jobs[i].1);
         let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
-        handles[i] = Some(tokio::spawn(async move {
+        let running = running.clone();
+        let handle = set.spawn(async move {
             let _permit = limit.acquire_owned().await;
+            lock(&running).insert(i);
             let ran = run_scenario(&scenario, &target, settings).await;
+            lock(&running).remove(&i);
             let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
             record.requests = ran.requests;
             on_done(&record);
-            record
-        }));
+            (i, record)
+        });
+        task_of.insert(handle.id(), i);
     }
-    let mut records = Vec::new();
-    for ((target, scenario), handle) in jobs.into_iter().zip(handles.into_iter().flatten()) {
-        let record = match handle.await {
-            Ok(record) => record,
-            Err(e) => {
-                let outcome = Outcome::Failed(format!("the scenario panicked: {e}"));
-                let record = Record::new(scenario, target, outcome, Duration::ZERO);
-                on_done(&record);
-                record
-            }
-        };
-        records.push(record);
+    let mut records: Vec<Option<Record>> = jobs.iter().map(|_| None).collect();
+    tokio::pin!(stop);
+    let stopped = loop {
+        tokio::select! {
+            joined = set.join_next_with_id() => match joined {
+                None => break false,
+                Some(Ok((_, (i, record)))) => records[i] = Some(record),
+                Some(Err(e)) => {
+                    let Some(&i) = task_of.get(&e.id()) else { continue };
+                    let outcome = Outcome::Failed(format!("the scenario panicked: {e}"));
+                    let record = Record::new(jobs[i].1, jobs[i].0, outcome, Duration::ZERO);
+                    on_done(&record);
+                    records[i] = Some(record);
+                }
+            },
+            () = &mut stop => break true,
+        }
+    };
+    let mut finished = Finished::default();
+    if stopped {
+        let was_running = lock(&running).clone();
+        // Cancels every task and waits until each has ended (its future dropped).
+        set.shutdown().await;
+        finished.interrupted = was_running
+            .iter()
+            .map(|&i| format!("{}[{}]", jobs[i].1.name, jobs[i].0.binary.label()))
+            .collect();
+        finished.not_started = records
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.is_none() && !was_running.contains(i))
+            .count();
     }
-    records
+    finished.records = records.into_iter().flatten().collect();
+    finished
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -12,6 +12,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
 use crate::runner::Target;
+use crate::sidecar::SidecarHealth;
 use crate::world::{Settings, World, WorldOptions};
 
 /// A boxed, sendable future.
@@ -134,6 +135,8 @@ pub struct Tally {
     pub drift: Mutex<Vec<String>>,
     /// Every request the worlds' sidecars captured, world after world.
     pub requests: Mutex<Vec<CapturedRequest>>,
+    /// The sidecars of the scenario's worlds, to say so when one died.
+    pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
 }
 
 impl Tally {
@@ -142,6 +145,21 @@ impl Tally {
         if let Ok(mut drift) = self.drift.lock() {
             drift.push(what);
         }
+    }
+
+    /// Keeps a world's sidecar in view.
+    pub fn watch_sidecar(&self, health: Arc<SidecarHealth>) {
+        if let Ok(mut sidecars) = self.sidecars.lock() {
+            sidecars.push(health);
+        }
+    }
+
+    /// What to say about every sidecar that died without being told to stop.
+    pub fn sidecar_deaths(&self) -> Vec<String> {
+        self.sidecars
+            .lock()
+            .map(|s| s.iter().filter_map(|h| h.death()).collect())
+            .unwrap_or_default()
     }
 
     /// Keeps a world's captured requests.
@@ -223,6 +241,15 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             })
         }
     };
+    // A dead sidecar explains whatever followed: say it first.
+    let failure = failure.map(|f| {
+        let deaths = ctx.tally.sidecar_deaths();
+        if deaths.is_empty() {
+            f
+        } else {
+            format!("{}\nthen: {f}", deaths.join("\n"))
+        }
+    });
     let outcome = target
         .baseline
         .judge(scenario.name, failure, Tally::take(&ctx.tally.drift));
@@ -248,6 +275,7 @@ pub fn registry() -> Vec<Scenario> {
     all.extend(crate::scenarios::interaction::scenarios());
     all.extend(crate::scenarios::approvals::scenarios());
     all.extend(crate::scenarios::reasoning::scenarios());
+    all.extend(crate::scenarios::fault::scenarios());
     all.extend(crate::scenarios::protocol::scenarios());
     all
 }

@@ -1,11 +1,14 @@
 //! The driver's side of the sidecar: spawns a sidecar process, reads its ready line and
 //! steers it over the JSONL protocol of `sidecar-protocol.md` (enqueue, requests, status,
-//! shutdown). The process is killed when this handle is dropped.
+//! shutdown). The process is killed when this handle is dropped. A sidecar that dies before
+//! it is told to shut down is reported as such, with its exit status and the tail of its
+//! stderr: by [`Sidecar::command`] and by [`Sidecar::death`].
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -15,7 +18,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, oneshot, watch};
 
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,10 +60,86 @@ struct Pipes {
 
 /// A running sidecar.
 pub struct Sidecar {
-    child: Child,
     pipes: Mutex<Pipes>,
     base_url: String,
+    health: Arc<SidecarHealth>,
+    /// Sending, or dropping it, kills the process.
+    kill: Option<oneshot::Sender<()>>,
+}
+
+/// Whether a sidecar is alive, how it ended, and whether that was asked for. Shared with
+/// whoever wants to explain a failure (the scenario's [`crate::scenario::Tally`]).
+#[derive(Debug)]
+pub struct SidecarHealth {
+    pid: Option<u32>,
+    exit: watch::Receiver<Option<String>>,
+    /// Set before the sidecar is told to shut down.
+    stopping: AtomicBool,
+    /// Set when it ended on its own, not told to and not killed by this handle.
+    died: AtomicBool,
     stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+}
+
+impl SidecarHealth {
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The exit status as text, once the process has ended.
+    pub fn exit_status(&self) -> Option<String> {
+        self.exit.borrow().clone()
+    }
+
+    /// When the sidecar ended without being told to (killed, crashed): what to say about it.
+    pub fn death(&self) -> Option<String> {
+        if !self.died.load(Ordering::SeqCst) {
+            return None;
+        }
+        let status = self
+            .exit_status()
+            .unwrap_or_else(|| "exit status not yet known".into());
+        Some(format!(
+            "the sidecar (pid {}) died during the scenario: {status}; its stderr:\n{}",
+            self.pid.map_or("?".to_string(), |p| p.to_string()),
+            tail_text(&self.stderr_tail)
+        ))
+    }
+
+    /// Waits up to `timeout` for the process to end; its exit status if it did.
+    async fn wait_exit(&self, timeout: Duration) -> Option<String> {
+        let mut exit = self.exit.clone();
+        let _ = tokio::time::timeout(timeout, exit.wait_for(Option::is_some)).await;
+        self.exit_status()
+    }
+}
+
+/// Waits for the sidecar to end, or kills it when asked (or when the handle is dropped),
+/// then publishes the exit status.
+async fn watch_sidecar(
+    mut child: Child,
+    kill: oneshot::Receiver<()>,
+    exit: watch::Sender<Option<String>>,
+    health: Arc<SidecarHealth>,
+) {
+    let status = tokio::select! {
+        biased;
+        status = child.wait() => {
+            if !health.stopping.load(Ordering::SeqCst) {
+                health.died.store(true, Ordering::SeqCst);
+            }
+            status
+        }
+        _ = kill => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    let text = match status {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    };
+    let _ = exit.send(Some(text));
 }
 
 /// Keeps the last lines of the sidecar's stderr (its logs) for error messages.
@@ -88,6 +167,7 @@ impl Sidecar {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting the sidecar {}", launcher.program.display()))?;
@@ -96,16 +176,29 @@ impl Sidecar {
         let stderr = child.stderr.take().context("sidecar stderr")?;
         let stderr_tail = Arc::new(StdMutex::new(VecDeque::new()));
         tokio::spawn(keep_tail(stderr, stderr_tail.clone()));
+        let pid = child.id();
+        let (kill, kill_rx) = oneshot::channel();
+        let (exit_tx, exit) = watch::channel(None);
+        let health = Arc::new(SidecarHealth {
+            pid,
+            exit,
+            stopping: AtomicBool::new(false),
+            died: AtomicBool::new(false),
+            stderr_tail,
+        });
+        tokio::spawn(watch_sidecar(child, kill_rx, exit_tx, health.clone()));
         let mut pipes = Pipes { stdin, stdout };
         let line = tokio::time::timeout(READY_TIMEOUT, pipes.stdout.next_line())
             .await
             .context("the sidecar printed no ready line within 10 s")?
             .context("reading the sidecar's ready line")?;
         let Some(line) = line else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            let status = health.wait_exit(Duration::from_secs(1)).await;
             bail!(
-                "the sidecar exited before its ready line; its stderr:\n{}",
-                tail_text(&stderr_tail)
+                "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
+                launcher.program.display(),
+                status.unwrap_or_else(|| "still running".into()),
+                tail_text(&health.stderr_tail)
             );
         };
         let ready: Value = serde_json::from_str(&line)
@@ -118,11 +211,35 @@ impl Sidecar {
             .with_context(|| format!("ready line without base_url: {line}"))?
             .to_string();
         Ok(Sidecar {
-            child,
             pipes: Mutex::new(pipes),
             base_url,
-            stderr_tail,
+            health,
+            kill: Some(kill),
         })
+    }
+
+    /// Its liveness, shareable (see [`SidecarHealth::death`]).
+    pub fn health(&self) -> Arc<SidecarHealth> {
+        self.health.clone()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.health.pid
+    }
+
+    /// Why a command got no answer: the process died (with its exit status), or it is
+    /// alive and closed its stdout.
+    async fn no_answer(&self, op: &str) -> anyhow::Error {
+        let pid = self.pid().map_or("?".to_string(), |p| p.to_string());
+        let what = match self.health.wait_exit(Duration::from_secs(1)).await {
+            Some(status) => format!("the sidecar (pid {pid}) died ({status})"),
+            None => format!("the sidecar (pid {pid}) closed its pipes but is still running"),
+        };
+        anyhow::anyhow!(
+            "{what} before answering {op}; its stderr:\n{}",
+            tail_text(&self.health.stderr_tail)
+        )
     }
 
     /// The base URL for codex's provider config, `http://127.0.0.1:PORT/v1`.
@@ -136,27 +253,18 @@ impl Sidecar {
         let mut pipes = self.pipes.lock().await;
         let mut line = command.to_string();
         line.push('\n');
-        pipes
-            .stdin
-            .write_all(line.as_bytes())
-            .await
-            .with_context(|| format!("sending {op} to the sidecar (did it die?)"))?;
-        pipes
-            .stdin
-            .flush()
-            .await
-            .context("flushing the sidecar's stdin")?;
-        let reply = pipes
-            .stdout
-            .next_line()
-            .await
-            .with_context(|| format!("reading the sidecar's reply to {op}"))?
-            .with_context(|| {
-                format!(
-                    "the sidecar died before answering {op}; its stderr:\n{}",
-                    tail_text(&self.stderr_tail)
-                )
-            })?;
+        let sent = match pipes.stdin.write_all(line.as_bytes()).await {
+            Ok(()) => pipes.stdin.flush().await,
+            Err(e) => Err(e),
+        };
+        let reply = match sent {
+            Ok(()) => pipes.stdout.next_line().await,
+            Err(e) => Err(e),
+        };
+        let reply = match reply {
+            Ok(Some(reply)) => reply,
+            Ok(None) | Err(_) => return Err(self.no_answer(&op).await),
+        };
         let reply: Value = serde_json::from_str(&reply)
             .with_context(|| format!("the sidecar's reply to {op} is not JSON: {reply}"))?;
         if reply["type"] == "error" {
@@ -198,13 +306,15 @@ impl Sidecar {
     }
 
     /// Asks the sidecar to shut down and waits for it to exit (kills it after 5 s).
-    pub async fn shutdown(self) -> anyhow::Result<ShutdownReport> {
+    pub async fn shutdown(mut self) -> anyhow::Result<ShutdownReport> {
+        self.health.stopping.store(true, Ordering::SeqCst);
         let reply = self.command(json!({"op": "shutdown"})).await?;
-        let mut child = self.child;
-        let exit_code = match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
-            Ok(status) => status.context("waiting for the sidecar")?.code(),
-            Err(_) => {
-                let _ = child.start_kill();
+        let exit_code = match self.health.wait_exit(Duration::from_secs(5)).await {
+            Some(status) => exit_code_of(&status),
+            None => {
+                if let Some(kill) = self.kill.take() {
+                    let _ = kill.send(());
+                }
                 None
             }
         };
@@ -213,5 +323,29 @@ impl Sidecar {
             unscripted: reply["unscripted"].as_u64().unwrap_or(0),
             exit_code,
         })
+    }
+}
+
+/// The code of an `ExitStatus` printed as text (`exit status: 3`), if it has one.
+fn exit_code_of(status: &str) -> Option<i32> {
+    status.strip_prefix("exit status: ")?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_read_back_from_the_status_text() {
+        let code = |c: i32| {
+            let status = std::process::Command::new("sh")
+                .args(["-c", &format!("exit {c}")])
+                .status()
+                .unwrap();
+            exit_code_of(&status.to_string())
+        };
+        assert_eq!(code(0), Some(0));
+        assert_eq!(code(3), Some(3));
+        assert_eq!(exit_code_of("signal: 9 (SIGKILL)"), None);
     }
 }

@@ -80,7 +80,6 @@ pub struct Settings {
 /// A scenario's world. Dropping it kills its processes and removes its directory
 /// (unless `keep`).
 pub struct World {
-    dir: Option<tempfile::TempDir>,
     root: PathBuf,
     /// `CODEX_HOME`.
     pub home: PathBuf,
@@ -96,6 +95,24 @@ pub struct World {
     pub options: WorldOptions,
     servers: Vec<Arc<AppServer>>,
     tally: Arc<Tally>,
+    cleanup: Cleanup,
+}
+
+/// The world's directory and the codex processes that write into it: on drop the
+/// processes are killed first, then the directory is removed, so nothing recreates files
+/// in it afterwards. Other holders of an [`AppServer`] do not delay the kill.
+struct Cleanup {
+    servers: Vec<Arc<AppServer>>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for server in &self.servers {
+            server.kill();
+        }
+        drop(self.dir.take());
+    }
 }
 
 impl World {
@@ -127,9 +144,9 @@ impl World {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
         let sidecar = Sidecar::start(&settings.sidecar).await?;
+        tally.watch_sidecar(sidecar.health());
         let proxy = RecordingProxy::start().await?;
         let world = World {
-            dir,
             root,
             home,
             workspace,
@@ -139,6 +156,10 @@ impl World {
             options,
             servers: Vec::new(),
             tally,
+            cleanup: Cleanup {
+                servers: Vec::new(),
+                dir,
+            },
         };
         world.write_config(&world.home)?;
         if settings.keep {
@@ -221,6 +242,7 @@ impl World {
     pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
         let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
         self.servers.push(server.clone());
+        self.cleanup.servers.push(server.clone());
         Ok(server)
     }
 
@@ -230,7 +252,18 @@ impl World {
         server
             .initialize(self.options.experimental_api)
             .await
-            .context("initialize")?;
+            .with_context(|| {
+                // Reports show a reason's first line: name the binary and what it said last.
+                let tail = server.stderr_tail();
+                let last = tail.lines().rev().find(|l| !l.trim().is_empty());
+                format!(
+                    "starting {} app-server ({}){}: initialize",
+                    self.binary.path.display(),
+                    self.binary.label(),
+                    last.map(|l| format!(" [last stderr line: {l}]"))
+                        .unwrap_or_default()
+                )
+            })?;
         Ok(server)
     }
 
@@ -309,7 +342,7 @@ impl World {
                 report.exit_code
             ));
         }
-        drop(self.dir);
+        drop(self.cleanup);
         if problems.is_empty() {
             Ok(())
         } else {

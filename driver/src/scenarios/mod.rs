@@ -1,11 +1,12 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! and `goal_continuation` (group B), `history` (group C), `files` (group D), `request_shape`
 //! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
-//! (E8), `interaction` (E9, E10, E12), `approvals` (E11) and `reasoning` (E13).
+//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13) and `fault` (E14).
 
 pub mod approvals;
 pub mod dynamic_tools;
 pub mod executor;
+pub mod fault;
 pub mod files;
 pub mod goal;
 pub mod goal_continuation;

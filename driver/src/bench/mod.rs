@@ -1,0 +1,161 @@
+//! `codex-parity bench`: what one scenario costs that is ours (a world: sidecar start,
+//! proxy, directories, config) against what is codex's (spawn to `initialize` answered);
+//! the wall time of the suite on each binary and on all of them ([`suite`]); a soak of
+//! one app-server and one sidecar ([`soak`]); and the sidecar under HTTP load against a
+//! bare server ([`load`]).
+
+pub mod load;
+pub mod soak;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::binaries::CodexBinary;
+use crate::runner::{self, Target};
+use crate::scenario::{Outcome, Scenario};
+use crate::world::{Settings, World, WorldOptions};
+
+/// Medians over the runs, and the raw samples.
+#[derive(Debug, Clone)]
+pub struct Overhead {
+    /// World set-up: sidecar ready, proxy listening, home and config written.
+    pub world_setup: Vec<Duration>,
+    /// `codex app-server` spawn until `initialize` answered.
+    pub codex_start: Vec<Duration>,
+    /// `finish`: checks, codex and sidecar shut down, directory removed.
+    pub teardown: Vec<Duration>,
+}
+
+/// The median of samples (zero when empty).
+pub fn median(samples: &[Duration]) -> Duration {
+    let mut s = samples.to_vec();
+    s.sort();
+    s.get(s.len() / 2).copied().unwrap_or_default()
+}
+
+/// The `q`-th percentile (0–100) of samples, nearest rank (zero when empty).
+pub fn percentile(samples: &[Duration], q: usize) -> Duration {
+    let mut s = samples.to_vec();
+    s.sort();
+    if s.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (q * s.len()).div_ceil(100).clamp(1, s.len());
+    s[rank - 1]
+}
+
+/// `VmRSS` and `VmHWM` (peak) of a process, in KiB, from `/proc/PID/status`.
+pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
+    let status =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// What one run of the suite gave.
+#[derive(Debug, Clone)]
+pub struct SuiteRun {
+    /// The binaries it ran on.
+    pub labels: Vec<String>,
+    /// Wall time.
+    pub wall: Duration,
+    /// Runs per outcome word (`pass`, `drift`, `FAIL`, `n/a`).
+    pub counts: Vec<(&'static str, usize)>,
+}
+
+/// Runs `scenarios` on `targets`, `jobs` at once, quietly; returns the wall time.
+pub async fn suite(
+    targets: &[Target],
+    scenarios: &[Scenario],
+    settings: Arc<Settings>,
+    jobs: usize,
+) -> SuiteRun {
+    let started = Instant::now();
+    let records = runner::run_all(targets, scenarios, settings, jobs, Arc::new(|_| {})).await;
+    let wall = started.elapsed();
+    let counts = ["pass", "drift", "FAIL", "n/a"]
+        .into_iter()
+        .map(|w| (w, records.iter().filter(|r| r.outcome.word() == w).count()))
+        .collect();
+    for r in &records {
+        if let Outcome::Failed(reason) = &r.outcome {
+            eprintln!(
+                "bench: FAIL {}[{}]: {}",
+                r.scenario,
+                r.label,
+                reason.lines().next().unwrap_or("")
+            );
+        }
+    }
+    SuiteRun {
+        labels: targets.iter().map(|t| t.binary.label()).collect(),
+        wall,
+        counts,
+    }
+}
+
+/// Measures `runs` empty worlds, one after the other.
+pub async fn overhead(
+    binary: &CodexBinary,
+    settings: &Settings,
+    runs: usize,
+) -> anyhow::Result<Overhead> {
+    let mut out = Overhead {
+        world_setup: vec![],
+        codex_start: vec![],
+        teardown: vec![],
+    };
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let mut world =
+            World::new(binary, settings, WorldOptions::default(), Arc::default()).await?;
+        let t1 = Instant::now();
+        world.start().await?;
+        let t2 = Instant::now();
+        world.finish().await?;
+        let t3 = Instant::now();
+        out.world_setup.push(t1 - t0);
+        out.codex_start.push(t2 - t1);
+        out.teardown.push(t3 - t2);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        let ms = |v: &[u64]| {
+            v.iter()
+                .map(|&x| Duration::from_millis(x))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(median(&ms(&[5, 1, 3])), Duration::from_millis(3));
+        assert_eq!(median(&ms(&[4, 1, 3, 2])), Duration::from_millis(3));
+        assert_eq!(median(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).rev().map(Duration::from_millis).collect();
+        assert_eq!(percentile(&samples, 50), Duration::from_millis(50));
+        assert_eq!(percentile(&samples, 99), Duration::from_millis(99));
+        assert_eq!(percentile(&samples, 100), Duration::from_millis(100));
+        assert_eq!(percentile(&samples[..1], 99), Duration::from_millis(100));
+        assert_eq!(percentile(&[], 50), Duration::ZERO);
+    }
+
+    #[test]
+    fn memory_of_this_process_is_read() {
+        let (rss, peak) = memory_kib(std::process::id()).expect("/proc/self/status");
+        assert!(rss > 0 && peak >= rss, "{rss} {peak}");
+    }
+}

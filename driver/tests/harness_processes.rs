@@ -1,0 +1,189 @@
+//! The harness under stress with the real codex (feature `codex-parity`): after the whole
+//! parity suite and after a run stopped with Ctrl-C, no `codex` or sidecar process of the
+//! run is left, its temporary `CODEX_HOME`s and workspaces are gone and nothing was
+//! written to `$HOME` or the repository; `--keep` keeps the world; a sidecar killed in the
+//! middle of a turn is reported as the cause.
+//!
+//! The codex binary: the last of `CODEX_TEST_BINS`, else the pinned version (installed on
+//! demand).
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codex_parity::baseline::Baseline;
+use codex_parity::binaries;
+use codex_parity::install::{Cache, StderrProgress};
+use codex_parity::runner::{self, Target};
+use codex_parity::scenario::{Ctx, Outcome, Scenario, run_scenario};
+use codex_parity::scenarios::setup;
+use codex_parity::sidecar::SidecarLauncher;
+use codex_parity::turn::{TurnOptions, start_turn, text, wait_turn};
+use codex_parity::world::Settings;
+use codex_parity_sidecar::{Scripted, bodies};
+use rustix::process::Signal;
+use support::Sandbox;
+
+/// The codex under test and its target (capabilities, baseline).
+async fn target() -> Target {
+    let source = binaries::choose_sources(&[], std::env::var_os(binaries::CODEX_TEST_BINS))
+        .expect("choosing the codex binary");
+    let mut found = binaries::resolve(
+        source,
+        &Cache::from_env().expect("cache"),
+        &StderrProgress::new(),
+    )
+    .await
+    .expect("resolving the codex binary");
+    let binary = found.pop().expect("at least one codex binary");
+    runner::prepare(vec![binary], &Baseline::default_dir())
+        .await
+        .expect("reading the codex schema")
+        .remove(0)
+}
+
+fn codex_path() -> PathBuf {
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(target())
+        .binary
+        .path
+}
+
+/// Runs `check` and fails if the repository's `git status` changed meanwhile.
+fn without_touching_the_repository(what: &str, check: impl FnOnce()) {
+    let before = support::repository_status();
+    check();
+    let after = support::repository_status();
+    assert_eq!(before, after, "{what}: the repository changed");
+}
+
+#[test]
+fn the_whole_suite_leaves_no_process_and_no_file() {
+    let codex = codex_path();
+    let codex = codex.to_str().expect("utf-8 path");
+    let sandbox = Sandbox::with_real_baselines();
+    without_touching_the_repository("the whole suite", || {
+        let child = sandbox.spawn(&["run", "--codex-bin", codex, "--jobs", "2"]);
+        let output =
+            support::wait_with_timeout(child, Duration::from_secs(1200), "the whole suite");
+        let all = support::text(&output);
+        // Passing is the parity suite's business; this test is about what is left.
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)) && all.contains(" passed, "),
+            "the suite did not run to its end:\n{all}"
+        );
+        sandbox.assert_clean("after the whole suite");
+    });
+}
+
+#[test]
+fn ctrl_c_in_the_middle_of_real_scenarios_leaves_nothing() {
+    let codex = codex_path();
+    let codex = codex.to_str().expect("utf-8 path");
+    let sandbox = Sandbox::with_real_baselines();
+    without_touching_the_repository("a run stopped with Ctrl-C", || {
+        // E14n and E14p retry for seconds: the signal lands inside running turns.
+        let child = sandbox.spawn(&[
+            "run",
+            "--codex-bin",
+            codex,
+            "--filter",
+            "E14",
+            "--jobs",
+            "2",
+        ]);
+        let pid = child.id();
+        let running = support::wait_until(Duration::from_secs(30), || {
+            sandbox
+                .processes()
+                .iter()
+                .filter(|p| p.contains("app-server"))
+                .count()
+                == 2
+        });
+        assert!(
+            running,
+            "no two codex app-servers ran: {:?}",
+            sandbox.processes()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        support::signal(pid, Signal::INT);
+        let output = support::wait_with_timeout(child, Duration::from_secs(15), "after SIGINT");
+        let all = support::text(&output);
+        assert_eq!(output.status.code(), Some(130), "{all}");
+        assert!(all.contains("codex-parity: interrupted; stopped "), "{all}");
+        sandbox.assert_clean("after Ctrl-C");
+    });
+}
+
+#[test]
+fn keep_leaves_the_world_for_inspection_and_no_process() {
+    let codex = codex_path();
+    let codex = codex.to_str().expect("utf-8 path");
+    let sandbox = Sandbox::with_real_baselines();
+    let (output, _) = sandbox.run(&[
+        "run",
+        "--codex-bin",
+        codex,
+        "--filter",
+        "smoke_uses_mock_responses",
+        "--keep",
+    ]);
+    let all = support::text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert!(all.contains("codex-parity: keeping "), "{all}");
+    let kept: Vec<String> = Sandbox::leftovers(&sandbox.tmp)
+        .into_iter()
+        .filter(|p| p.ends_with("codex-home/config.toml") || p.ends_with("/workspace"))
+        .collect();
+    assert_eq!(kept.len(), 2, "kept world: {kept:?}\n{all}");
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "processes left: {left:?}");
+    assert!(Sandbox::leftovers(&sandbox.home).is_empty());
+}
+
+async fn sidecar_killed_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
+    let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "never")).delay_ms(10_000)];
+    let (world, app, thread) = setup(ctx, script).await?;
+    let turn = start_turn(
+        &app,
+        &thread,
+        vec![text("hold on")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    world.sidecar.requests(1, Duration::from_secs(10)).await?;
+    support::signal(world.sidecar.pid().expect("pid"), Signal::KILL);
+    let turn = wait_turn(&app, turn, Duration::from_secs(30)).await?;
+    anyhow::ensure!(turn.status == "completed", "turn status {}", turn.status);
+    world.finish().await
+}
+
+#[tokio::test]
+async fn a_sidecar_killed_mid_turn_is_reported_as_the_cause() {
+    let target = target().await;
+    let settings = Arc::new(Settings {
+        sidecar: SidecarLauncher {
+            program: support::CODEX_PARITY.into(),
+            args: vec!["sidecar".into()],
+        },
+        keep: false,
+        bless: false,
+    });
+    let scenario = Scenario::new("sidecar_killed_mid_turn", "T2", "the sidecar dies", |c| {
+        Box::pin(sidecar_killed_mid_turn(c))
+    });
+    let outcome = run_scenario(&scenario, &target, settings).await.outcome;
+    let Outcome::Failed(reason) = outcome else {
+        panic!("expected a failure, got {outcome:?}");
+    };
+    let first = reason.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("the sidecar (pid ")
+            && first.contains("died during the scenario: signal: 9 (SIGKILL)"),
+        "{reason}"
+    );
+}

@@ -1,0 +1,301 @@
+//! What the harness-failure tests share: a sandbox for one `codex-parity run` (its own
+//! `TMPDIR` and `HOME`, so every process and file of the run can be found), fake codex
+//! binaries, and a scan of `/proc` for processes the run left behind.
+
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `codex-parity` binary under test.
+pub const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
+
+/// One run's sandbox: `tmp` becomes its `TMPDIR` (worlds, schema and probe directories
+/// are made there, and every process of the run carries that path in its environment or
+/// working directory), `home` its `HOME`, `expected` an empty baselines directory.
+pub struct Sandbox {
+    /// Keeps the whole sandbox alive.
+    pub root: tempfile::TempDir,
+    /// The run's `TMPDIR`.
+    pub tmp: PathBuf,
+    /// The run's `HOME`.
+    pub home: PathBuf,
+    /// The run's working directory.
+    pub cwd: PathBuf,
+    /// An empty baselines directory (`CODEX_PARITY_EXPECTED`), used unless the sandbox
+    /// keeps the repository's baselines.
+    pub expected: PathBuf,
+    real_baselines: bool,
+}
+
+impl Sandbox {
+    /// A fresh sandbox whose runs use the repository's baselines (real codex runs).
+    pub fn with_real_baselines() -> Sandbox {
+        Sandbox {
+            real_baselines: true,
+            ..Sandbox::new()
+        }
+    }
+
+    /// A fresh sandbox with empty directories, baselines included (fake codex runs).
+    pub fn new() -> Sandbox {
+        let root = tempfile::Builder::new()
+            .prefix("codex-parity-sandbox-")
+            .tempdir()
+            .expect("a temporary directory");
+        let path = root.path().canonicalize().expect("canonical sandbox path");
+        let (tmp, home, cwd, expected) = (
+            path.join("tmp"),
+            path.join("home"),
+            path.join("cwd"),
+            path.join("expected"),
+        );
+        for d in [&tmp, &home, &cwd, &expected] {
+            std::fs::create_dir_all(d).expect("sandbox directory");
+        }
+        Sandbox {
+            root,
+            tmp,
+            home,
+            cwd,
+            expected,
+            real_baselines: false,
+        }
+    }
+
+    /// `codex-parity ARGS` in the sandbox, output captured.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(CODEX_PARITY);
+        cmd.args(args)
+            .env("TMPDIR", &self.tmp)
+            .env("HOME", &self.home)
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("CODEX_TEST_BINS")
+            .env_remove("CODEX_PARITY_EXPECTED")
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if !self.real_baselines {
+            cmd.env("CODEX_PARITY_EXPECTED", &self.expected);
+        }
+        cmd
+    }
+
+    /// Runs `codex-parity ARGS` to the end; returns its output and how long it took.
+    pub fn run(&self, args: &[&str]) -> (Output, Duration) {
+        let started = Instant::now();
+        let output = self.command(args).output().expect("running codex-parity");
+        (output, started.elapsed())
+    }
+
+    /// Starts `codex-parity ARGS` in the background.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args).spawn().expect("starting codex-parity")
+    }
+
+    /// Live processes of this sandbox's runs.
+    pub fn processes(&self) -> Vec<String> {
+        processes_mentioning(&self.tmp)
+    }
+
+    /// Waits up to `timeout` for the sandbox's processes to be gone; returns those left.
+    pub fn wait_for_no_processes(&self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = self.processes();
+            if left.is_empty() || Instant::now() > deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Every file and directory left under `dir`, relative, sorted.
+    pub fn leftovers(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                out.push(
+                    path.strip_prefix(dir)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string(),
+                );
+                if path.is_dir() && !path.is_symlink() {
+                    stack.push(path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Fails naming what a run left in the sandbox: processes, files in `TMPDIR` or
+    /// `HOME`.
+    pub fn assert_clean(&self, what: &str) {
+        let processes = self.wait_for_no_processes(Duration::from_secs(5));
+        assert!(
+            processes.is_empty(),
+            "{what}: processes left behind:\n{}",
+            processes.join("\n")
+        );
+        let tmp = Self::leftovers(&self.tmp);
+        assert!(tmp.is_empty(), "{what}: left in TMPDIR: {tmp:?}");
+        let home = Self::leftovers(&self.home);
+        assert!(home.is_empty(), "{what}: written to HOME: {home:?}");
+        let cwd = Self::leftovers(&self.cwd);
+        assert!(
+            cwd.is_empty(),
+            "{what}: written to the working directory: {cwd:?}"
+        );
+    }
+}
+
+/// `pid cmdline` of every live (not zombie) process, other than this one, whose
+/// environment or working directory mentions `marker`.
+pub fn processes_mentioning(marker: &Path) -> Vec<String> {
+    let needle = marker.as_os_str().as_encoded_bytes();
+    let me = std::process::id();
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let dir = entry.path();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+        let in_env = environ.windows(needle.len()).any(|w| w == needle);
+        let in_cwd = std::fs::read_link(dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(marker));
+        if in_env || in_cwd {
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push(format!("{pid} {}", cmdline.trim()));
+        }
+    }
+    found
+}
+
+/// Writes an executable fake `codex` into `dir`: `--version` says 0.171.0,
+/// `app-server generate-json-schema --out DIR` writes empty schemas, and `app-server`
+/// itself runs `app_server` (sh).
+pub fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
+    let path = dir.join("codex");
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "codex-cli 0.171.0"; exit 0; fi
+if [ "$1" = "app-server" ] && [ "$2" = "generate-json-schema" ]; then
+  mkdir -p "$4"
+  for f in ClientRequest ServerRequest ServerNotification ClientNotification; do echo '{{"oneOf":[]}}' > "$4/$f.json"; done
+  exit 0
+fi
+{app_server}
+"#
+    );
+    std::fs::write(&path, script).expect("writing the fake codex");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("making the fake codex executable");
+    path
+}
+
+/// Sends `signal` to `pid`.
+pub fn signal(pid: u32, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).expect("a valid pid");
+    rustix::process::kill_process(pid, signal).expect("sending a signal");
+}
+
+/// Waits for `child` up to `timeout` (its pipes drained meanwhile); its output, or a
+/// panic naming what hung.
+pub fn wait_with_timeout(mut child: Child, timeout: Duration, what: &str) -> Output {
+    fn drain(
+        pipe: Option<impl std::io::Read + Send + 'static>,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait().expect("waiting for codex-parity") {
+            Some(status) => break status,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{what}: codex-parity did not exit within {timeout:?}; stderr:\n{}",
+                    String::from_utf8_lossy(&stderr.join().unwrap_or_default())
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// Waits up to `timeout` until `ready` holds.
+pub fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ready()
+}
+
+/// stdout and stderr as one text, for assertions and failure messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `git status` of the repository (untracked files included), or `None` without git.
+pub fn repository_status() -> Option<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
