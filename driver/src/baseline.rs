@@ -3,11 +3,12 @@
 //!
 //! A scenario reports a version's divergence with [`crate::scenario::Ctx::drift`] and goes
 //! on; the after-scenario checks report codex-built requests that break the tool-call
-//! pairing the same way. At the end each divergence, and a failure if the scenario
-//! failed, must match an entry of the version's baseline (the entry's `contains` text is
-//! part of the message), and every entry for the scenario must have matched something:
-//! an unlisted divergence fails the scenario, and so does an entry that no longer happens,
-//! so a baseline never goes stale.
+//! pairing, or that no script answered, the same way. At the end each divergence must match
+//! an entry of the version's baseline (the entry's `contains` text is part of the message),
+//! and every entry for the scenario must have matched something: an unlisted divergence
+//! fails the scenario, and so does an entry that no longer happens, so a baseline never
+//! goes stale. A failure stays a failure unless an entry says `"fails": true`: a scenario
+//! known to fail on that version, with a message containing `contains`.
 //!
 //! ```json
 //! {
@@ -40,6 +41,10 @@ pub struct Expected {
     pub contains: String,
     /// Why this version differs, for people.
     pub reason: String,
+    /// The scenario is known to fail (its failure message contains `contains`), rather than
+    /// to report drift and pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fails: bool,
 }
 
 /// A version's baseline: every known divergence.
@@ -108,7 +113,8 @@ impl Baseline {
             .map(|d| (d, false))
             .chain(failure.map(|f| (f, true)));
         for (message, is_failure) in observed {
-            match entries.iter().position(|e| message.contains(&e.contains)) {
+            let matching = |e: &&Expected| e.fails == is_failure && message.contains(&e.contains);
+            match entries.iter().position(matching) {
                 Some(i) => {
                     used[i] = true;
                     known.push(format!("{} ({message})", entries[i].reason));
@@ -144,11 +150,20 @@ mod tests {
     fn baseline() -> Baseline {
         Baseline {
             codex: "0.171.0".into(),
-            expected: vec![Expected {
-                scenario: "s".into(),
-                contains: "goal_objective".into(),
-                reason: "injected output".into(),
-            }],
+            expected: vec![
+                Expected {
+                    scenario: "s".into(),
+                    contains: "goal_objective".into(),
+                    reason: "injected output".into(),
+                    fails: false,
+                },
+                Expected {
+                    scenario: "known_failure".into(),
+                    contains: "no such method".into(),
+                    reason: "not implemented here".into(),
+                    fails: true,
+                },
+            ],
             path: "fixtures/expected/0.171.0.json".into(),
         }
     }
@@ -164,9 +179,20 @@ mod tests {
                 "injected output (output goal_objective has no call)".into()
             ])
         );
-        // A listed failure counts as known too.
+        // A failure is never excused by a drift entry, only by one that says it fails.
         let o = b.judge("s", Some("checks failed: goal_objective".into()), vec![]);
+        assert!(matches!(o, Outcome::Failed(_)), "{o:?}");
+        let o = b.judge(
+            "known_failure",
+            Some("-32601 no such method".into()),
+            vec![],
+        );
         assert!(matches!(o, Outcome::Drift(_)), "{o:?}");
+        let o = b.judge("known_failure", None, vec![]);
+        assert!(
+            matches!(o, Outcome::Failed(_)),
+            "a known failure that passes: {o:?}"
+        );
     }
 
     #[test]

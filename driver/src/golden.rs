@@ -194,13 +194,16 @@ pub fn assert_matches(
         &normalised,
     )? {
         Checked::Matched(_) => {}
-        Checked::Skipped(why) => eprintln!("note: {scenario}[{label}]: {why}"),
+        Checked::Skipped(why) => ctx.observe(format!("golden comparison skipped: {why}")),
     }
     Ok(())
 }
 
 /// Writes the golden files of the listed scenarios from `records` (those that passed or
 /// drifted as expected), for the binaries that ran them; returns one line per scenario run
+/// How [`bless`] starts the line of a golden file it could not write.
+pub const BLESS_ERROR: &str = "could not bless";
+
 /// saying what was written or why not.
 pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<String> {
     let mut report = Vec::new();
@@ -234,7 +237,7 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<St
                 golden.requests.len()
             )),
             Ok((path, false)) => report.push(format!("blessed: {} unchanged", path.display())),
-            Err(e) => report.push(format!("not blessed: {name}: {e:#}")),
+            Err(e) => report.push(format!("{BLESS_ERROR} {name}: {e:#}")),
         }
     }
     report
@@ -357,6 +360,7 @@ mod tests {
             outcome,
             duration: Duration::ZERO,
             requests: vec![captured.clone()],
+            observations: Vec::new(),
         };
         let records = vec![
             record("request_shape_plain", Outcome::Passed),

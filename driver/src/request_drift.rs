@@ -208,6 +208,7 @@ mod tests {
             outcome: Outcome::Passed,
             duration: Duration::ZERO,
             requests,
+            observations: Vec::new(),
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Record {
     pub duration: Duration,
     /// The requests the scenario's worlds captured.
     pub requests: Vec<CapturedRequest>,
+    /// What the scenario observed about this codex.
+    pub observations: Vec<String>,
 }
 
 impl Record {
@@ -76,6 +78,7 @@ impl Record {
             outcome,
             duration,
             requests: Vec::new(),
+            observations: Vec::new(),
         }
     }
 }
@@ -163,6 +166,7 @@ pub async fn run_shard_until(
             lock(&running).remove(&i);
             let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
             record.requests = ran.requests;
+            record.observations = ran.observations;
             on_done(&record);
             (i, record)
         });

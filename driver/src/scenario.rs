@@ -135,6 +135,8 @@ pub struct Tally {
     pub drift: Mutex<Vec<String>>,
     /// Every request the worlds' sidecars captured, world after world.
     pub requests: Mutex<Vec<CapturedRequest>>,
+    /// Facts the scenario recorded about this codex (see [`Ctx::observe`]).
+    pub observations: Mutex<Vec<String>>,
     /// The sidecars of the scenario's worlds, to say so when one died.
     pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
 }
@@ -188,6 +190,14 @@ impl Ctx {
         }
     }
 
+    /// Records a fact about this codex that the results should carry (e.g. which edit path
+    /// it took), without judging it: it lands in the record, `results.json` and the report.
+    pub fn observe(&self, what: impl Into<String>) {
+        if let Ok(mut all) = self.tally.observations.lock() {
+            all.push(what.into());
+        }
+    }
+
     /// Records that this codex version differs from the catalogue, and goes on. The
     /// scenario fails at the end unless the version's baseline lists the divergence
     /// (`fixtures/expected/VERSION.json`, see [`crate::baseline`]).
@@ -211,6 +221,8 @@ pub struct Ran {
     pub duration: Duration,
     /// The requests its worlds captured (the model's view of codex), in arrival order.
     pub requests: Vec<CapturedRequest>,
+    /// What it observed (see [`Ctx::observe`]).
+    pub observations: Vec<String>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -222,6 +234,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             outcome: Outcome::NotApplicable(reason),
             duration: started.elapsed(),
             requests: Vec::new(),
+            observations: Vec::new(),
         };
     }
     let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
@@ -257,6 +270,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         outcome,
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally.requests),
+        observations: Tally::take(&ctx.tally.observations),
     }
 }
 

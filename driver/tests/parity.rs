@@ -119,6 +119,9 @@ fn main() -> ExitCode {
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let trial = Trial::test(name, move || {
                 let ran = handle.block_on(scenario::run_scenario(&s, &target, settings));
+                for o in &ran.observations {
+                    eprintln!("note [{}]: {o}", target.binary.label());
+                }
                 match ran.outcome {
                     Outcome::Passed => Ok(()),
                     Outcome::Drift(known) => {

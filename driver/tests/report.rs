@@ -76,7 +76,7 @@ fn run_writes_reports_that_repeat_and_whose_shards_merge() {
     let label = format!("codex-{pinned}");
     let expected: Vec<&str> = scenario::registry()
         .iter()
-        .filter(|s| s.name.contains(FILTER) || s.id.starts_with(FILTER))
+        .filter(|s| s.matches(FILTER))
         .map(|s| s.name)
         .collect();
     assert!(!expected.is_empty());
@@ -238,6 +238,7 @@ fn hostile_matrix() -> Matrix {
                 codex: column.label.clone(),
                 outcome: outcomes[(i + j) % outcomes.len()].clone(),
                 duration: Duration::from_millis(10),
+                observations: vec![format!("observed <{i},{j}>")],
             });
         }
     }

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
-//! `failed` or `not_applicable` (with `reason`). `codex` and `scenarios` list the whole
+//! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario
+//! recorded about that codex (which edit path it took, a skipped golden comparison). `codex` and `scenarios` list the whole
 //! plan, also in a shard, whose `results` hold only its own cells. Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
 
@@ -79,6 +80,8 @@ struct ResultJson {
     reason: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    observations: Vec<String>,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -127,6 +130,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         duration_ms: u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
         reason,
         notes,
+        observations: e.observations.clone(),
     }
 }
 
@@ -184,6 +188,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             codex: r.codex,
             outcome,
             duration: Duration::from_millis(r.duration_ms),
+            observations: r.observations,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };

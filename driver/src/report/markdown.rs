@@ -124,6 +124,6 @@ mod tests {
         m.entries.retain(|e| e.outcome.word() == "pass");
         let md = render(&m, &standard(&m));
         assert!(md.contains("## Failures\n\nScenarios that did not behave"));
-        assert_eq!(md.matches("None.\n").count(), 3);
+        assert_eq!(md.matches("None.\n").count(), 4);
     }
 }

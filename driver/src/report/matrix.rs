@@ -43,6 +43,8 @@ pub struct Entry {
     pub outcome: Outcome,
     /// How long it took (the only field that differs between identical runs).
     pub duration: Duration,
+    /// Facts the scenario recorded about this codex (not judged).
+    pub observations: Vec<String>,
 }
 
 /// Counts of one column's outcomes.
@@ -104,6 +106,7 @@ impl Matrix {
                 codex: r.label.clone(),
                 outcome: r.outcome.clone(),
                 duration: r.duration,
+                observations: r.observations.clone(),
             })
             .collect();
         let mut matrix = Matrix {
@@ -346,6 +349,7 @@ pub(crate) mod tests {
             codex: format!("codex-{v}"),
             outcome,
             duration: Duration::from_millis(ms),
+            observations: Vec::new(),
         };
         Matrix {
             shard: None,

@@ -63,7 +63,20 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
     let mut failures = Vec::new();
     let mut drift = Vec::new();
     let mut not_applicable = Vec::new();
+    let mut observations = Vec::new();
     for e in &matrix.entries {
+        if !e.observations.is_empty() {
+            observations.push(Item {
+                anchor: None,
+                title: format!(
+                    "{} ({}) on {}",
+                    e.scenario,
+                    matrix.id_of(&e.scenario),
+                    e.codex
+                ),
+                text: e.observations.join("\n"),
+            });
+        }
         let title = format!(
             "{} ({}) on {}",
             e.scenario,
@@ -105,6 +118,14 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
             intro: "Scenarios a binary cannot run, read from its own protocol schema; never counted as passed."
                 .into(),
             items: not_applicable,
+        },
+        Section {
+            id: "observations".into(),
+            title: "Observations".into(),
+            intro: "Facts scenarios recorded about each codex without judging them (which path \
+                    it took, what it answered beyond the catalogue)."
+                .into(),
+            items: observations,
         },
     ]
 }
@@ -155,7 +176,10 @@ mod tests {
     fn standard_sections_list_each_non_passing_cell_once() {
         let s = standard(&sample());
         let ids: Vec<&str> = s.iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids, ["failures", "known-drift", "not-applicable"]);
+        assert_eq!(
+            ids,
+            ["failures", "known-drift", "not-applicable", "observations"]
+        );
         assert_eq!(s[0].items.len(), 1);
         assert_eq!(s[0].items[0].title, "alpha (A1) on codex-0.171.0");
         assert!(s[0].items[0].text.ends_with("second line"));

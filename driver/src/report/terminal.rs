@@ -181,6 +181,7 @@ mod tests {
             outcome: Outcome::Passed,
             duration: std::time::Duration::from_millis(600),
             requests: Vec::new(),
+            observations: Vec::new(),
         };
         assert_eq!(
             p.line(&record("codex-a")),

@@ -50,7 +50,7 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         s(
             "file_changes_via_apply_patch_tool",
-            "D1-D3",
+            "D1b",
             "add, update and delete through the apply_patch tool are reported alike",
             |c| Box::pin(patch_tool(c)),
         ),
@@ -67,11 +67,6 @@ pub fn scenarios() -> Vec<Scenario> {
             |c| Box::pin(git_repository(c)),
         ),
     ]
-}
-
-/// Prints a fact the run observed (recorded, not asserted).
-fn note(ctx: &Ctx, what: String) {
-    eprintln!("note [{}]: {what}", ctx.binary.label());
 }
 
 /// Eight random hex digits (the random tail of a UUIDv7).
@@ -229,10 +224,7 @@ impl Tool {
                     r.index
                 );
                 if names.iter().any(|n| n == "apply_patch") {
-                    note(
-                        ctx,
-                        "the mock model is also offered an apply_patch tool".into(),
-                    );
+                    ctx.observe("the mock model is also offered an apply_patch tool");
                 }
             }
             Tool::ApplyPatch => {
@@ -243,13 +235,10 @@ impl Tool {
                     )
                 })?;
                 if r.index == 0 {
-                    note(
-                        ctx,
-                        format!(
-                            "{PATCH_TOOL_MODEL} is offered apply_patch as a {} tool",
-                            tool["type"]
-                        ),
-                    );
+                    ctx.observe(format!(
+                        "{PATCH_TOOL_MODEL} is offered apply_patch as a {} tool",
+                        tool["type"]
+                    ));
                 }
             }
         }
@@ -423,18 +412,15 @@ async fn single_edit(ctx: &Ctx, change: Change) -> anyhow::Result<()> {
     let (world, app, thread) = plain_world(ctx, tool).await?;
     let edit = Edit::new(change);
     let report = edit_turn(&world, &app, &thread, &world.workspace, &edit, tool).await?;
-    note(
-        ctx,
-        format!(
-            "{} via exec_command: turn/diff/updated {}",
-            edit.kind(),
-            if report.diff.is_some() {
-                "sent"
-            } else {
-                "not sent"
-            }
-        ),
-    );
+    ctx.observe(format!(
+        "{} via exec_command: turn/diff/updated {}",
+        edit.kind(),
+        if report.diff.is_some() {
+            "sent"
+        } else {
+            "not sent"
+        }
+    ));
     let requests = expect_requests(&world, 2).await?;
     check_edit_requests(ctx, &requests, 0, &[edit], tool)?;
     world.finish().await
@@ -496,17 +482,14 @@ async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
         file_changes.is_empty(),
         "a plain shell write was reported as a file change: {file_changes:?}"
     );
-    note(
-        ctx,
-        format!(
-            "shell write: turn/diff/updated {}",
-            if turn.notifications("turn/diff/updated").is_empty() {
-                "not sent"
-            } else {
-                "sent"
-            }
-        ),
-    );
+    ctx.observe(format!(
+        "shell write: turn/diff/updated {}",
+        if turn.notifications("turn/diff/updated").is_empty() {
+            "not sent"
+        } else {
+            "sent"
+        }
+    ));
     let path = world.workspace.join(&name);
     let content =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -565,8 +548,7 @@ async fn git_repository(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(repo_info["branch"], json!("main"), "thread.gitInfo.branch");
     ensure_eq!(repo_info["sha"], json!(head), "thread.gitInfo.sha");
-    note(
-        ctx,
+    ctx.observe(
         format!(
             "plain vs git repository: fileChange items and turn/diff/updated {}; thread.gitInfo null vs {repo_info}",
             if reports[0] == reports[1] {

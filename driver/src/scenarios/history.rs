@@ -112,11 +112,6 @@ fn needs_resume_and_fork(caps: &Capabilities) -> Result<(), String> {
     caps.require_methods(&["thread/resume", "thread/fork"])
 }
 
-/// Prints a fact the run observed (recorded, not asserted).
-fn note(ctx: &Ctx, what: String) {
-    eprintln!("note [{}]: {what}", ctx.binary.label());
-}
-
 /// `FORKWORD_` and six random upper-case hex digits (the random tail of a UUIDv7).
 fn code_word() -> String {
     let id = uuid::Uuid::now_v7().simple().to_string();
@@ -138,7 +133,7 @@ fn replies(word: &str) -> Vec<Scripted> {
 
 /// A world whose workspace is a git repository with one commit (the catalogue's `W`).
 async fn repository_world(ctx: &Ctx, word: &str) -> anyhow::Result<World> {
-    note(ctx, format!("code word {word}"));
+    ctx.observe(format!("code word {word}"));
     let world = ctx.world(WorldOptions::default()).await?;
     git::init_repository(&world.workspace).await?;
     Ok(world)
@@ -565,8 +560,7 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
     check_planted_turn(&thread["turns"], &word)?;
     ensure_eq!(resumed["cwd"], json!(display(&target)), "resumed cwd");
     if into_worktree {
-        note(
-            ctx,
+        ctx.observe(
             format!(
                 "the clone in a worktree reports thread.gitInfo.branch {} (the branch recorded by the source)",
                 thread["gitInfo"]["branch"]
@@ -591,13 +585,10 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
             "the last environment context does not name the worktree ({cwd}): {}",
             context.1
         );
-        note(
-            ctx,
-            format!(
-                "the recall request names the source workspace: {}",
-                r.body_contains_text(&display(&world.workspace))
-            ),
-        );
+        ctx.observe(format!(
+            "the recall request names the source workspace: {}",
+            r.body_contains_text(&display(&world.workspace))
+        ));
     }
     ensure!(
         read(&source_path)? == source_bytes,
@@ -662,15 +653,12 @@ fn check_clone(
             _ => {}
         }
     }
-    note(
-        ctx,
-        format!(
-            "the clone rewrote {} of {} lines; the source id occurs in {} line(s) of the clone",
-            clone.rewritten_lines,
-            new_lines.len(),
-            new_lines.iter().filter(|l| l.contains(source)).count()
-        ),
-    );
+    ctx.observe(format!(
+        "the clone rewrote {} of {} lines; the source id occurs in {} line(s) of the clone",
+        clone.rewritten_lines,
+        new_lines.len(),
+        new_lines.iter().filter(|l| l.contains(source)).count()
+    ));
     Ok(())
 }
 
@@ -759,7 +747,7 @@ fn synthesized_rollout(ctx: &Ctx, id: &str, cwd: &str, word: &str, mirrors: bool
 
 async fn synthesized(ctx: &Ctx) -> anyhow::Result<()> {
     let word = code_word();
-    note(ctx, format!("code word {word}"));
+    ctx.observe(format!("code word {word}"));
     let mut world = ctx.world(WorldOptions::default()).await?;
     world
         .script(vec![Scripted::sse(bodies::assistant_reply(

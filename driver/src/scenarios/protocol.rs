@@ -126,11 +126,10 @@ async fn method_inventory(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let only_runtime: Vec<&String> = runtime.difference(schema).collect();
     if !only_runtime.is_empty() {
-        eprintln!(
-            "note: {} accepts {} method(s) its generated schema does not list (legacy, not a failure): {only_runtime:?}",
-            ctx.binary.label(),
+        ctx.observe(format!(
+            "accepts {} method(s) its generated schema does not list (legacy, not a failure): {only_runtime:?}",
             only_runtime.len()
-        );
+        ));
     }
     world.finish().await
 }
