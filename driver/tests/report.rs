@@ -238,7 +238,12 @@ fn hostile_matrix() -> Matrix {
                 codex: column.label.clone(),
                 outcome: outcomes[(i + j) % outcomes.len()].clone(),
                 duration: Duration::from_millis(10),
-                observations: vec![format!("observed <{i},{j}>")],
+                // One cell carries an observation, in markup that must stay text.
+                observations: if (i, j) == (0, 0) {
+                    vec!["observed <b>bold</b>".to_string()]
+                } else {
+                    Vec::new()
+                },
             });
         }
     }
@@ -281,9 +286,10 @@ fn html_report_keeps_its_grid_in_a_browser_whatever_the_reasons_say() {
     );
     assert_eq!(
         dom.matches("<details").count(),
-        7,
-        "one item per cell that did not pass"
+        8,
+        "one item per cell that did not pass, and one for the observation"
     );
+    assert!(dom.contains("observed &lt;b&gt;bold&lt;/b&gt;"), "{dom}");
     browser.screenshot(&page, "report-screenshot-every-kind.png");
 }
 
