@@ -8,7 +8,9 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{expect_requests, setup_with};
+use super::{
+    apply_patch_exec_call, call_reply, expect_requests, record_requests, recorded, setup_with,
+};
 use crate::app_server::AppServer;
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -96,20 +98,14 @@ impl Decision {
 
 /// Answers every `method` request with `decision` and keeps the params it got.
 fn answer(app: &AppServer, method: &str, decision: Decision) -> Arc<Mutex<Vec<Value>>> {
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let log = seen.clone();
-    app.handle(method, move |params| {
-        log.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(params.clone());
+    record_requests(app, method, move |_| {
         Ok(json!({"decision": decision.as_str()}))
-    });
-    seen
+    })
 }
 
 /// The one approval request that arrived, checked against the turn.
 fn the_request(seen: &Mutex<Vec<Value>>, method: &str, turn: &Turn) -> anyhow::Result<Value> {
-    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let seen = recorded(seen);
     ensure_eq!(seen.len(), 1, "{method} requests");
     let request = seen[0].clone();
     ensure_eq!(
@@ -134,11 +130,10 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         ..Default::default()
     };
     let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
+        call_reply(
+            "resp-1",
             events::exec_command_call("call-ap-1", "touch approved.txt"),
-            events::completed("resp-1"),
-        ]),
+        ),
         Scripted::sse(bodies::assistant_reply("resp-2", "ok")),
     ];
     let (world, app, thread, started) =
@@ -248,11 +243,7 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
     let patch =
         format!("*** Begin Patch\n*** Add File: {name}\n+written after approval\n*** End Patch");
     let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            events::exec_command_call("call-ap-2", &format!("apply_patch <<'EOF'\n{patch}\nEOF\n")),
-            events::completed("resp-1"),
-        ]),
+        call_reply("resp-1", apply_patch_exec_call("call-ap-2", &patch)),
         Scripted::sse(bodies::assistant_reply("resp-2", "ok")),
     ];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;

@@ -2,15 +2,12 @@
 //! and deferred tools, specs codex refuses, rich and failed tool results, and a tool schema
 //! the model API rejects. The plain round trip is A8.
 
-use std::sync::{Arc, Mutex};
-
 use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
 use super::executor::needs_dynamic_tools;
-use super::{expect_requests, rpc_error, setup_with};
-use crate::app_server::AppServer;
+use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::png;
@@ -103,33 +100,9 @@ fn tool_script(namespace: Option<&str>) -> Vec<Scripted> {
         None => events::function_call("call-1", "lookup", arguments),
     };
     vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            call,
-            events::completed("resp-1"),
-        ]),
+        call_reply("resp-1", call),
         Scripted::sse(bodies::assistant_reply("resp-2", "done")),
     ]
-}
-
-/// Answers `item/tool/call` with `result` and keeps the params it got.
-fn answer_tool(app: &AppServer, result: Value) -> Arc<Mutex<Vec<Value>>> {
-    let calls: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = calls.clone();
-    app.handle("item/tool/call", move |params| {
-        seen.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(params.clone());
-        Ok(result.clone())
-    });
-    calls
-}
-
-/// The single `item/tool/call` the handler got.
-fn one_call(calls: &Mutex<Vec<Value>>) -> anyhow::Result<Value> {
-    let calls = calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    ensure_eq!(calls.len(), 1, "item/tool/call requests");
-    Ok(calls[0].clone())
 }
 
 /// Runs the `lookup` tool turn with `tools`, the handler answering `result`.
@@ -146,7 +119,7 @@ async fn tool_turn(
         json!({"dynamicTools": tools}),
     )
     .await?;
-    let calls = answer_tool(&app, result);
+    let calls = record_requests(&app, "item/tool/call", move |_| Ok(result.clone()));
     let turn = run_turn(
         &app,
         &thread,
@@ -156,8 +129,9 @@ async fn tool_turn(
     .await?;
     ensure_eq!(turn.status.as_str(), "completed", "turn status");
     ensure_eq!(turn.final_response(), "done", "final response");
-    let call = one_call(&calls)?;
-    Ok((world, turn, call))
+    let calls = recorded(&calls);
+    ensure_eq!(calls.len(), 1, "item/tool/call requests");
+    Ok((world, turn, calls[0].clone()))
 }
 
 async fn needs_experimental(ctx: &Ctx) -> anyhow::Result<()> {

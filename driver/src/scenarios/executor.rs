@@ -1,21 +1,24 @@
 //! Group A: executor and turn parity (`parity-scenarios.md` A1–A8), the turn-level
 //! behaviour an executor built on `codex app-server` relies on.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::Scripted;
-use codex_parity_sidecar::events::{self, Phase, Usage};
+use codex_parity_sidecar::bodies;
+use codex_parity_sidecar::events::{self, Phase};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, setup, setup_with};
+use super::{
+    SAMPLE_USAGE, check_identity_headers, costed_reply, expect_requests, header, record_requests,
+    recorded, setup, setup_with,
+};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::message::RpcError;
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::{MOCK_API_KEY, MOCK_MODEL, WorldOptions};
+use crate::world::{MOCK_MODEL, WorldOptions};
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
@@ -125,16 +128,7 @@ async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
         Some("hello?".to_string()),
         "last user text"
     );
-    ensure_eq!(
-        header(r, "originator")?,
-        "codex-parity",
-        "originator header"
-    );
-    ensure_eq!(
-        header(r, "authorization")?.to_string(),
-        format!("Bearer {MOCK_API_KEY}"),
-        "authorization header"
-    );
+    check_identity_headers(r)?;
     ensure_eq!(header(r, "thread-id")?, thread.as_str(), "thread-id header");
     ensure_eq!(
         r.body["prompt_cache_key"],
@@ -194,18 +188,12 @@ async fn streaming(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
-    let usage = Usage {
-        input: 11,
-        cached: 3,
-        output: 7,
-        reasoning: 5,
-        total: 18,
-    };
-    let script = vec![Scripted::sse(vec![
-        events::response_created("resp-1"),
-        events::assistant_message("msg-usage", "usage applied"),
-        events::completed_with_usage("resp-1", usage),
-    ])];
+    let script = vec![costed_reply(
+        "resp-1",
+        "msg-usage",
+        "usage applied",
+        SAMPLE_USAGE,
+    )];
     let model = "mock-model-override";
     let (thread_params, options) = if on_thread {
         (json!({"model": model}), TurnOptions::default())
@@ -410,11 +398,12 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let schema =
         json!({"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]});
     let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            events::function_call("call-1", "calculate", "{\"value\": 41}"),
-            events::completed("resp-1"),
-        ]),
+        Scripted::sse(bodies::function_call_reply(
+            "resp-1",
+            "call-1",
+            "calculate",
+            "{\"value\": 41}",
+        )),
         Scripted::sse(vec![
             events::response_created("resp-2"),
             events::assistant_message("msg-tool", "42"),
@@ -426,14 +415,17 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let thread_params = json!({"dynamicTools": [tool]});
     let (world, app, thread, _) =
         setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
-    let calls: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = calls.clone();
-    app.handle("item/tool/call", move |params| {
-        seen.lock().unwrap_or_else(|e| e.into_inner()).push(params.clone());
+    let calls = record_requests(&app, "item/tool/call", |params| {
         if params["tool"] != "calculate" || params["arguments"] != json!({"value": 41}) {
-            return Err(RpcError { code: -32602, message: format!("unexpected tool call {params}"), data: None });
+            return Err(RpcError {
+                code: -32602,
+                message: format!("unexpected tool call {params}"),
+                data: None,
+            });
         }
-        Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": \"42\"}"}],"success":true}))
+        Ok(
+            json!({"contentItems":[{"type":"inputText","text":"{\"result\": \"42\"}"}],"success":true}),
+        )
     });
     let turn = run_turn(
         &app,
@@ -443,7 +435,7 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     ensure_eq!(turn.status.as_str(), "completed", "turn status");
-    let calls = calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let calls = recorded(&calls);
     ensure_eq!(calls.len(), 1, "item/tool/call requests");
     let call = &calls[0];
     ensure_eq!(call["callId"], json!("call-1"), "item/tool/call callId");

@@ -17,7 +17,7 @@ use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
 
-use super::setup_with;
+use super::{captured_requests, setup_with};
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{Turn, TurnOptions, start_turn, text, wait_turn};
 use crate::world::{World, WorldOptions};
@@ -454,11 +454,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             );
         }
     }
-    let requests = world
-        .sidecar
-        .requests(fault.requests, Duration::from_secs(2))
-        .await
-        .context("reading captured requests")?;
+    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
     differ(
         "model requests",
         fault.requests.to_string(),

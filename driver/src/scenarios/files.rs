@@ -14,7 +14,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{expect_requests, setup_with};
+use super::{apply_patch_exec_call, call_reply, expect_requests, random_hex, setup_with};
 use crate::app_server::AppServer;
 use crate::ensure_eq;
 use crate::git;
@@ -69,12 +69,6 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// Eight random hex digits (the random tail of a UUIDv7).
-fn hex8() -> String {
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    id[id.len() - 8..].to_string()
-}
-
 /// What an edit does to its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Change {
@@ -103,7 +97,7 @@ impl Edit {
         };
         Edit {
             change,
-            name: format!("{prefix}_{}.txt", hex8()),
+            name: format!("{prefix}_{}.txt", random_hex(8)),
             call_id,
         }
     }
@@ -189,9 +183,7 @@ enum Tool {
 impl Tool {
     fn call(self, call_id: &str, patch: &str) -> Value {
         match self {
-            Tool::ExecCommand => {
-                events::exec_command_call(call_id, &format!("apply_patch <<'EOF'\n{patch}\nEOF\n"))
-            }
+            Tool::ExecCommand => apply_patch_exec_call(call_id, patch),
             Tool::ApplyPatch => events::apply_patch_custom_tool_call(call_id, patch),
         }
     }
@@ -259,11 +251,7 @@ struct Report {
 fn edit_script(edit: &Edit, tool: Tool) -> Vec<Scripted> {
     let id = format!("resp-{}", edit.call_id);
     vec![
-        Scripted::sse(vec![
-            events::response_created(&id),
-            tool.call(edit.call_id, &edit.patch()),
-            events::completed(&id),
-        ]),
+        call_reply(&id, tool.call(edit.call_id, &edit.patch())),
         Scripted::sse(bodies::assistant_reply(
             &format!("resp-{}-done", edit.call_id),
             edit.reply(),
@@ -448,15 +436,14 @@ async fn patch_tool(ctx: &Ctx) -> anyhow::Result<()> {
 
 async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = plain_world(ctx, Tool::ExecCommand).await?;
-    let name = format!("shell_{}.txt", hex8());
+    let name = format!("shell_{}.txt", random_hex(8));
     let call_id = "call_shell_1";
     world
         .script(vec![
-            Scripted::sse(vec![
-                events::response_created("resp-shell"),
+            call_reply(
+                "resp-shell",
                 events::exec_command_call(call_id, &format!("printf 'shell wrote this' > {name}")),
-                events::completed("resp-shell"),
-            ]),
+            ),
             Scripted::sse(bodies::assistant_reply("resp-shell-done", "Written.")),
         ])
         .await?;

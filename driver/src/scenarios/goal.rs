@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
-use codex_parity_sidecar::{Scripted, bodies, events};
+use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, rpc_error, setup_with};
-use crate::app_server::AppServer;
+use super::{exit_cleanly, expect_requests, rpc_error, setup_with};
+use crate::app_server::{AppServer, Inbound};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario, ScenarioFn};
@@ -147,15 +147,12 @@ pub(super) async fn script_settle(world: &World, n: usize) -> anyhow::Result<()>
     let (call, done) = (format!("resp-goal-{n}"), format!("resp-goal-done-{n}"));
     world
         .script(vec![
-            Scripted::sse(vec![
-                events::response_created(&call),
-                events::function_call(
-                    &format!("call-goal-{n}"),
-                    "update_goal",
-                    "{\"status\":\"complete\"}",
-                ),
-                events::completed(&call),
-            ]),
+            Scripted::sse(bodies::function_call_reply(
+                &call,
+                &format!("call-goal-{n}"),
+                "update_goal",
+                "{\"status\":\"complete\"}",
+            )),
             Scripted::sse(bodies::assistant_reply(&done, "Goal complete.")),
         ])
         .await
@@ -164,14 +161,7 @@ pub(super) async fn script_settle(world: &World, n: usize) -> anyhow::Result<()>
 /// Waits for the continuation turn started after `cursor` to complete with the goal
 /// `complete`, then checks that no other turn starts within 1 s. Returns the turn id.
 pub(super) async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Result<String> {
-    let started = app
-        .wait_notification(cursor, "turn/started", Duration::from_secs(15), |_| true)
-        .await
-        .context("no continuation turn started after an active goal was set")?;
-    let turn = started
-        .turn_id()
-        .context("turn/started without a turn id")?
-        .to_string();
+    let (_, turn) = continuation_started(app, cursor).await?;
     let done = app
         .wait_for(
             cursor,
@@ -185,13 +175,53 @@ pub(super) async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Resu
         json!("completed"),
         "continuation turn status"
     );
-    app.wait_notification(cursor, "thread/goal/updated", Duration::from_secs(5), |p| {
-        p["goal"]["status"] == "complete"
-    })
-    .await
-    .context("the goal never became complete")?;
+    goal_becomes(app, cursor, "complete", Duration::from_secs(5)).await?;
     no_turn_within(app, done.index + 1, Duration::from_secs(1)).await?;
     Ok(turn)
+}
+
+/// Waits for the continuation turn codex starts after `cursor` (an active goal was set);
+/// returns its `turn/started` and the turn id.
+pub(super) async fn continuation_started(
+    app: &AppServer,
+    cursor: usize,
+) -> anyhow::Result<(Inbound, String)> {
+    let started = app
+        .wait_notification(cursor, "turn/started", Duration::from_secs(15), |_| true)
+        .await
+        .context("no continuation turn started after an active goal was set")?;
+    let turn = started
+        .turn_id()
+        .context("turn/started without a turn id")?
+        .to_string();
+    Ok((started, turn))
+}
+
+/// Waits for a `thread/goal/updated` with `status` at or after `from`.
+pub(super) async fn goal_becomes(
+    app: &AppServer,
+    from: usize,
+    status: &str,
+    timeout: Duration,
+) -> anyhow::Result<Inbound> {
+    app.wait_notification(from, "thread/goal/updated", timeout, |p| {
+        p["goal"]["status"] == status
+    })
+    .await
+    .with_context(|| format!("the goal never became {status}"))
+}
+
+/// The end of a scenario in which the goal never turns active: no turn starts at or after
+/// `cursor` within `wait`, the bootstrap's is the only model request, the world finishes.
+async fn end_without_turns(
+    world: World,
+    app: &AppServer,
+    cursor: usize,
+    wait: Duration,
+) -> anyhow::Result<()> {
+    no_turn_within(app, cursor, wait).await?;
+    expect_requests(&world, 1).await?;
+    world.finish().await
 }
 
 /// Fails if a `turn/started` arrives at or after `from` within `wait`.
@@ -422,9 +452,7 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
         Value::Null,
         "get tokenBudget"
     );
-    no_turn_within(&app, cursor, Duration::from_millis(500)).await?;
-    expect_requests(&world, 1).await?;
-    world.finish().await
+    end_without_turns(world, &app, cursor, Duration::from_millis(500)).await
 }
 
 async fn budget_limited_kept(ctx: &Ctx) -> anyhow::Result<()> {
@@ -449,9 +477,7 @@ async fn budget_limited_kept(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(g["tokenBudget"], json!(10), "tokenBudget");
     ensure_eq!(g["tokensUsed"], json!(0), "tokensUsed");
     ensure_eq!(g["timeUsedSeconds"], json!(0), "timeUsedSeconds");
-    no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
-    expect_requests(&world, 1).await?;
-    world.finish().await
+    end_without_turns(world, &app, cursor, Duration::from_secs(1)).await
 }
 
 async fn stopped_statuses(ctx: &Ctx) -> anyhow::Result<()> {
@@ -465,10 +491,7 @@ async fn stopped_statuses(ctx: &Ctx) -> anyhow::Result<()> {
             )
             .await?;
         ensure_eq!(goal(&g)?["status"], json!(status), "set status");
-        app.wait_notification(cursor, "thread/goal/updated", Duration::from_secs(5), |p| {
-            p["goal"]["status"] == status
-        })
-        .await?;
+        goal_becomes(&app, cursor, status, Duration::from_secs(5)).await?;
         ensure_eq!(
             goal(&app.goal_get(&thread).await?)?["status"],
             json!(status),
@@ -543,11 +566,7 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
         json!({"objective": "Survive restart", "status": "paused", "tokenBudget": 777}),
     )
     .await?;
-    let status = app.shutdown(Duration::from_secs(5)).await;
-    ensure!(
-        status.contains("exit status: 0"),
-        "process A exited with {status}"
-    );
+    exit_cleanly(&app, "process A").await?;
     let again = world.start().await?;
     again.thread_resume(&thread, json!({})).await?;
     let snapshot = again
@@ -680,7 +699,5 @@ async fn invalid_input(ctx: &Ctx) -> anyhow::Result<()> {
         json!(long),
         "a 4000-character objective"
     );
-    no_turn_within(&app, cursor, Duration::from_millis(500)).await?;
-    expect_requests(&world, 1).await?;
-    world.finish().await
+    end_without_turns(world, &app, cursor, Duration::from_millis(500)).await
 }

@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use codex_parity_sidecar::events::{self, Usage};
+use codex_parity_sidecar::events::Usage;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::expect_requests;
 use super::goal::{
-    await_settle, bootstrap, goal, needs_goals, needs_stopped_statuses, no_turn_within,
-    script_settle,
+    await_settle, bootstrap, continuation_started, goal, goal_becomes, needs_goals,
+    needs_stopped_statuses, no_turn_within, script_settle,
 };
+use super::{costed_reply, expect_requests, requests_arrived};
 use crate::app_server::{AppServer, Inbound};
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario};
@@ -75,20 +75,12 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// The `turn/started` messages at or after `from`.
-fn started_turns(app: &AppServer, from: usize) -> Vec<Inbound> {
-    app.messages()
-        .into_iter()
-        .skip(from)
-        .filter(|m| m.is("turn/started"))
-        .collect()
-}
-
 /// Waits until every turn started at or after `from` has completed; returns their
 /// `turn/completed` messages in start order.
 async fn all_completed(app: &AppServer, from: usize) -> anyhow::Result<Vec<Inbound>> {
     let mut done = Vec::new();
-    for started in started_turns(app, from) {
+    let log = app.messages();
+    for started in log.iter().skip(from).filter(|m| m.is("turn/started")) {
         let id = started.turn_id().unwrap_or_default().to_string();
         let completed = app
             .wait_for(
@@ -111,20 +103,6 @@ fn last_goal_update(app: &AppServer, from: usize) -> anyhow::Result<Value> {
         .rfind(|m| m.is("thread/goal/updated"))
         .map(|m| m.params()["goal"].clone())
         .context("no thread/goal/updated arrived")
-}
-
-/// Waits for a `thread/goal/updated` with `status` at or after `from`.
-async fn goal_becomes(
-    app: &AppServer,
-    from: usize,
-    status: &str,
-    timeout: Duration,
-) -> anyhow::Result<Inbound> {
-    app.wait_notification(from, "thread/goal/updated", timeout, |p| {
-        p["goal"]["status"] == status
-    })
-    .await
-    .with_context(|| format!("the goal never became {status}"))
 }
 
 async fn continuation(ctx: &Ctx) -> anyhow::Result<()> {
@@ -190,12 +168,12 @@ async fn budget_exhaustion(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = bootstrap(ctx).await?;
     let script = (1..=TURNS)
         .map(|n| {
-            let id = format!("resp-budget-{n}");
-            Scripted::sse(vec![
-                events::response_created(&id),
-                events::assistant_message(&format!("msg-budget-{n}"), "working"),
-                events::completed_with_usage(&id, USAGE),
-            ])
+            costed_reply(
+                &format!("resp-budget-{n}"),
+                &format!("msg-budget-{n}"),
+                "working",
+                USAGE,
+            )
         })
         .collect();
     world.script(script).await?;
@@ -247,11 +225,12 @@ async fn budget_exhaustion(ctx: &Ctx) -> anyhow::Result<()> {
 async fn edit_objective(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = bootstrap(ctx).await?;
     world
-        .script(vec![Scripted::sse(vec![
-            events::response_created("resp-work"),
-            events::assistant_message("msg-work", "working"),
-            events::completed_with_usage("resp-work", USAGE),
-        ])])
+        .script(vec![costed_reply(
+            "resp-work",
+            "msg-work",
+            "working",
+            USAGE,
+        )])
         .await?;
     script_settle(&world, 1).await?;
     let cursor = app.cursor();
@@ -372,18 +351,9 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
     let cursor = app.cursor();
     app.goal_set(&thread, json!({"objective": "Be interrupted"}))
         .await?;
-    let started = app
-        .wait_notification(cursor, "turn/started", Duration::from_secs(15), |_| true)
-        .await
-        .context("no continuation turn started")?;
-    let turn = started
-        .turn_id()
-        .context("turn/started without id")?
-        .to_string();
+    let (started, turn) = continuation_started(&app, cursor).await?;
     // The request must be in flight before the interrupt.
-    world
-        .sidecar
-        .requests(2, Duration::from_secs(5))
+    requests_arrived(&world, 2, Duration::from_secs(5))
         .await
         .context("waiting for the continuation's request")?;
     ensure_eq!(

@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, rpc_error};
+use super::{exit_cleanly, expect_requests, header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -112,10 +112,9 @@ fn needs_resume_and_fork(caps: &Capabilities) -> Result<(), String> {
     caps.require_methods(&["thread/resume", "thread/fork"])
 }
 
-/// `FORKWORD_` and six random upper-case hex digits (the random tail of a UUIDv7).
+/// `FORKWORD_` and six random upper-case hex digits.
 fn code_word() -> String {
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    format!("FORKWORD_{}", id[id.len() - 6..].to_uppercase())
+    format!("FORKWORD_{}", random_hex(6).to_uppercase())
 }
 
 /// The source turn's text.
@@ -139,16 +138,6 @@ async fn repository_world(ctx: &Ctx, word: &str) -> anyhow::Result<World> {
     Ok(world)
 }
 
-/// Closes an app-server's stdin and requires a clean exit.
-async fn exit(app: &AppServer, what: &str) -> anyhow::Result<()> {
-    let status = app.shutdown(Duration::from_secs(5)).await;
-    ensure!(
-        status.contains("exit status: 0"),
-        "{what} exited with {status}"
-    );
-    Ok(())
-}
-
 /// Runs the source turn on `thread`.
 async fn source_turn(app: &AppServer, thread: &str, word: &str) -> anyhow::Result<()> {
     let turn = run_turn(
@@ -169,7 +158,7 @@ async fn plant(world: &mut World, word: &str) -> anyhow::Result<String> {
     let app = world.start().await?;
     let (thread, _) = world.start_thread(&app, json!({})).await?;
     source_turn(&app, &thread, word).await?;
-    exit(&app, "process A").await?;
+    exit_cleanly(&app, "process A").await?;
     Ok(thread)
 }
 
@@ -481,14 +470,9 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
     );
 
     let listed = app.call("thread/list", json!({})).await?;
-    let ids: Vec<&str> = listed["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["id"].as_str())
-        .collect();
+    let ids = listed_ids(&listed);
     ensure!(
-        ids.contains(&source.as_str()) && ids.contains(&fork_id.as_str()),
+        ids.contains(&source) && ids.contains(&fork_id),
         "thread/list lacks the source or the fork: {ids:?}"
     );
 
@@ -531,7 +515,7 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
     let source_files = files_below(&source_home);
 
     let target = if into_worktree {
-        let branch = format!("fork-{}", code_word()[9..].to_lowercase());
+        let branch = format!("fork-{}", random_hex(6));
         let tree = world.root().join(format!("worktree-{branch}"));
         git::add_worktree(&world.workspace, &branch, &tree).await?;
         tree
@@ -680,7 +664,7 @@ async fn refused(ctx: &Ctx) -> anyhow::Result<()> {
     ensure!(written.is_empty(), "a refused resume wrote {written:?}");
 
     let (thread, _) = world.start_thread(&app, json!({})).await?;
-    exit(&app, "process A").await?;
+    exit_cleanly(&app, "process A").await?;
     let again = world.start().await?;
     for (method, result) in [
         (

@@ -9,12 +9,11 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, rpc_error, setup};
+use super::{expect_requests, requests_arrived, rpc_error, setup};
 use crate::ensure_eq;
 use crate::png;
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::World;
 
 /// How long the mock holds back the answer a turn is interrupted in.
 const INTERRUPT_DELAY_MS: u64 = 5000;
@@ -47,22 +46,6 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// Waits until the sidecar has captured `n` model requests (codex is then waiting for the
-/// answer to the last one).
-async fn requests_arrived(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
-    let requests = world
-        .sidecar
-        .requests(n, Duration::from_secs(10))
-        .await
-        .context("reading captured requests")?;
-    ensure!(
-        requests.len() >= n,
-        "expected {n} model request(s) to have arrived, the sidecar has {}",
-        requests.len()
-    );
-    Ok(requests)
-}
-
 /// The `turn_id` of a request's `x-codex-turn-metadata`.
 fn metadata_turn_id(r: &CapturedRequest) -> anyhow::Result<String> {
     r.turn_metadata()?
@@ -86,7 +69,7 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    requests_arrived(&world, 1).await?;
+    requests_arrived(&world, 1, Duration::from_secs(10)).await?;
     let turn_id = started.id.clone();
     let answer = app
         .turn_interrupt(&thread, &turn_id)
@@ -166,7 +149,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     let turn_id = started.id.clone();
-    requests_arrived(&world, 1).await?;
+    requests_arrived(&world, 1, Duration::from_secs(10)).await?;
     let wrong = rpc_error(
         app.turn_steer(&thread, "not-the-running-turn", vec![text("ignored")])
             .await,

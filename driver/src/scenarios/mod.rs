@@ -18,29 +18,38 @@ pub mod reasoning;
 pub mod request_shape;
 pub mod threads;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
+use codex_parity_sidecar::events::{self, Usage};
 
 use crate::app_server::{AppServer, CallError};
+use crate::ensure_eq;
 use crate::message::RpcError;
 use crate::scenario::Ctx;
-use crate::world::WorldOptions;
+use crate::world::{MOCK_API_KEY, World, WorldOptions};
 
-use crate::world::World;
+/// The model requests captured so far, waiting up to `timeout` for at least `n`.
+pub async fn captured_requests(
+    world: &World,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<Vec<CapturedRequest>> {
+    world
+        .sidecar
+        .requests(n, timeout)
+        .await
+        .context("reading captured requests")
+}
 
 /// Exactly `n` model requests were captured (waits briefly for them to arrive).
 pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
-    let requests = world
-        .sidecar
-        .requests(n, Duration::from_millis(2000))
-        .await
-        .context("reading captured requests")?;
+    let requests = captured_requests(world, n, Duration::from_millis(2000)).await?;
     if requests.len() != n {
         bail!(
             "expected exactly {n} model request(s), the sidecar captured {}",
@@ -89,4 +98,119 @@ pub fn rpc_error(result: Result<Value, CallError>, what: &str) -> anyhow::Result
         Ok(v) => bail!("{what} succeeded: {v}"),
         Err(e) => e.rpc().cloned().with_context(|| format!("{what}: {e}")),
     }
+}
+
+/// Waits up to `timeout` until the sidecar has captured at least `n` model requests (codex
+/// is then waiting for the answer to the last one).
+pub async fn requests_arrived(
+    world: &World,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<Vec<CapturedRequest>> {
+    let requests = captured_requests(world, n, timeout).await?;
+    ensure!(
+        requests.len() >= n,
+        "expected {n} model request(s) to have arrived, the sidecar has {}",
+        requests.len()
+    );
+    Ok(requests)
+}
+
+/// The identity headers every model request carries: `originator` and the mock's bearer
+/// token.
+pub fn check_identity_headers(r: &CapturedRequest) -> anyhow::Result<()> {
+    ensure_eq!(
+        header(r, "originator")?,
+        "codex-parity",
+        "originator header"
+    );
+    ensure_eq!(
+        header(r, "authorization")?.to_string(),
+        format!("Bearer {MOCK_API_KEY}"),
+        "authorization header"
+    );
+    Ok(())
+}
+
+/// Answers every `method` server request with `answer(params)` and keeps the params of
+/// each; read them with [`recorded`].
+pub fn record_requests(
+    app: &AppServer,
+    method: &str,
+    answer: impl Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static,
+) -> Arc<Mutex<Vec<Value>>> {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let log = seen.clone();
+    app.handle(method, move |params| {
+        log.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(params.clone());
+        answer(params)
+    });
+    seen
+}
+
+/// The params [`record_requests`] kept so far.
+pub fn recorded(seen: &Mutex<Vec<Value>>) -> Vec<Value> {
+    seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// `n` random lower-case hex digits: the random tail of a UUIDv7 (`n` at most 15).
+pub fn random_hex(n: usize) -> String {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    id[id.len() - n..].to_string()
+}
+
+/// A reply whose only output is the tool call `call` (an event of
+/// [`codex_parity_sidecar::events`]).
+pub fn call_reply(resp_id: &str, call: Value) -> Scripted {
+    Scripted::sse(vec![
+        events::response_created(resp_id),
+        call,
+        events::completed(resp_id),
+    ])
+}
+
+/// `exec_command` running `apply_patch` with `patch` in a heredoc, which codex intercepts
+/// and applies through its own patch path.
+pub fn apply_patch_exec_call(call_id: &str, patch: &str) -> Value {
+    events::exec_command_call(call_id, &format!("apply_patch <<'EOF'\n{patch}\nEOF\n"))
+}
+
+/// The usage A3 and E7 script: 11 input (3 cached), 7 output (5 reasoning), 18 in all.
+pub const SAMPLE_USAGE: Usage = Usage {
+    input: 11,
+    cached: 3,
+    output: 7,
+    reasoning: 5,
+    total: 18,
+};
+
+/// A reply with the one assistant message `text` (item `item_id`) that reports `usage`.
+pub fn costed_reply(resp_id: &str, item_id: &str, text: &str, usage: Usage) -> Scripted {
+    Scripted::sse(vec![
+        events::response_created(resp_id),
+        events::assistant_message(item_id, text),
+        events::completed_with_usage(resp_id, usage),
+    ])
+}
+
+/// The thread ids a `thread/list` result names.
+pub fn listed_ids(list: &Value) -> Vec<String> {
+    list["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["id"].as_str().map(String::from))
+        .collect()
+}
+
+/// Closes an app-server's stdin and requires a clean exit; `what` names the process.
+pub async fn exit_cleanly(app: &AppServer, what: &str) -> anyhow::Result<()> {
+    let status = app.shutdown(Duration::from_secs(5)).await;
+    ensure!(
+        status.contains("exit status: 0"),
+        "{what} exited with {status}"
+    );
+    Ok(())
 }

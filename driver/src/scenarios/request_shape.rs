@@ -10,13 +10,13 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, setup_with};
+use super::{check_identity_headers, expect_requests, header, setup_with};
 use crate::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::golden;
 use crate::scenario::{Ctx, Scenario};
 use crate::turn::{TurnOptions, run_turn, text};
-use crate::world::{MOCK_API_KEY, MOCK_MODEL, WorldOptions};
+use crate::world::{MOCK_MODEL, WorldOptions};
 
 /// The `baseInstructions` of the variant.
 pub const BASE_INSTRUCTIONS: &str = "You are a mock agent.";
@@ -103,16 +103,7 @@ async fn one_turn(
 
 /// The headers of `codex-app-server.md` §6 that the catalogue states for every version.
 fn headers(ctx: &Ctx, r: &CapturedRequest, thread: &str, turn: &str) -> anyhow::Result<()> {
-    ensure_eq!(
-        header(r, "originator")?,
-        "codex-parity",
-        "originator header"
-    );
-    ensure_eq!(
-        header(r, "authorization")?.to_string(),
-        format!("Bearer {MOCK_API_KEY}"),
-        "authorization header"
-    );
+    check_identity_headers(r)?;
     for name in ["session-id", "thread-id", "x-client-request-id"] {
         ensure_eq!(header(r, name)?, thread, "{name} header (the thread id)");
     }

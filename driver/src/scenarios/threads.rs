@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use codex_parity_sidecar::events::{self, Usage};
+use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, rpc_error, setup};
+use super::{SAMPLE_USAGE, costed_reply, expect_requests, header, listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::ensure_eq;
 use crate::scenario::{Ctx, Scenario};
@@ -180,16 +180,6 @@ async fn model_list_during_turn(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
-/// The thread ids a `thread/list` result names.
-fn listed_ids(list: &Value) -> Vec<String> {
-    list["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["id"].as_str().map(String::from))
-        .collect()
-}
-
 async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "noted"))];
     let (world, app, thread) = setup(ctx, script).await?;
@@ -299,18 +289,7 @@ fn text_with_element() -> Value {
 }
 
 async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
-    let usage = Usage {
-        input: 11,
-        cached: 3,
-        output: 7,
-        reasoning: 5,
-        total: 18,
-    };
-    let script = vec![Scripted::sse(vec![
-        events::response_created("resp-1"),
-        events::assistant_message("msg-1", "remembered"),
-        events::completed_with_usage("resp-1", usage),
-    ])];
+    let script = vec![costed_reply("resp-1", "msg-1", "remembered", SAMPLE_USAGE)];
     let mut world = ctx.world(WorldOptions::default()).await?;
     world.script(script).await?;
     let first = world.start().await?;
