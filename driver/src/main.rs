@@ -184,11 +184,13 @@ struct BenchArgs {
     #[arg(long, default_value_t = 8)]
     clients: usize,
     #[command(flatten)]
-    run: RunArgs,
+    matrix: MatrixArgs,
 }
 
+/// What `run` and `bench` share: the binaries and the scenarios of the matrix, and how
+/// many run at once.
 #[derive(Debug, clap::Args)]
-struct RunArgs {
+struct MatrixArgs {
     /// A codex binary to test (repeatable); with --codex-version or --compare, tested
     /// beside those versions. Wins over CODEX_TEST_BINS.
     #[arg(long = "codex-bin", value_name = "PATH")]
@@ -206,6 +208,32 @@ struct RunArgs {
     /// Scenarios run at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+}
+
+impl MatrixArgs {
+    /// `--jobs`, else the number of cores.
+    fn jobs(&self) -> usize {
+        self.jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+    }
+
+    /// The scenarios `--filter` selects (all without it); an error when it selects none.
+    fn scenarios(&self) -> anyhow::Result<Vec<scenario::Scenario>> {
+        let mut scenarios = scenario::registry();
+        if let Some(f) = &self.filter {
+            scenarios.retain(|s| s.matches(f));
+            if scenarios.is_empty() {
+                anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+            }
+        }
+        Ok(scenarios)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    matrix: MatrixArgs,
     /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
     #[arg(long)]
     keep: bool,
@@ -307,7 +335,7 @@ async fn experimental_schema(
 /// The binaries of a run: the named versions (`--codex-version`, `--compare`) and the
 /// `--codex-bin` paths, both when both are given; else `CODEX_TEST_BINS` or the pinned
 /// version. Results are named by version, so two binaries of one version are refused.
-async fn binaries_for(args: &RunArgs) -> anyhow::Result<Vec<CodexBinary>> {
+async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexBinary>> {
     let progress = StderrProgress::new();
     let cache = Cache::from_env()?;
     let mut wanted = args.codex_version.clone();
@@ -375,14 +403,8 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (targets, scenarios) = prepared;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let settings = Arc::new(Settings {
-        sidecar: SidecarLauncher::current_exe()?,
-        keep: args.keep,
-        bless: args.bless,
-    });
+    let jobs = args.matrix.jobs();
+    let settings = Arc::new(settings(args.keep, args.bless)?);
     let shard = args.shard.unwrap_or(Shard::ALL);
     let planned = runner::planned(&targets, &scenarios, shard);
     let labels: Vec<String> = targets.iter().map(|t| t.binary.label()).collect();
@@ -523,32 +545,30 @@ fn show(
 async fn prepare_run(
     args: &RunArgs,
 ) -> anyhow::Result<(Vec<runner::Target>, Vec<scenario::Scenario>)> {
-    let binaries = binaries_for(args).await?;
+    let binaries = binaries_for(&args.matrix).await?;
     if args.request_diff && binaries.len() < 2 {
         anyhow::bail!(
             "--request-diff compares versions: name two or more binaries (e.g. --compare)"
         );
     }
     let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
-    let mut scenarios = scenario::registry();
-    if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.matches(f));
-        if scenarios.is_empty() {
-            anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
-        }
-    }
-    Ok((targets, scenarios))
+    Ok((targets, args.matrix.scenarios()?))
+}
+
+/// The settings of a run: the sidecar is this executable's `sidecar` subcommand.
+fn settings(keep: bool, bless: bool) -> anyhow::Result<Settings> {
+    Ok(Settings {
+        sidecar: SidecarLauncher::current_exe()?,
+        keep,
+        bless,
+    })
 }
 
 async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     use codex_parity::bench;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     let default = !(args.overhead || args.suite || args.soak || args.load);
-    let settings = Settings {
-        sidecar: SidecarLauncher::current_exe()?,
-        keep: false,
-        bless: false,
-    };
+    let settings = settings(false, false)?;
     let mut failed = false;
     if args.load {
         let r = bench::load::load(&settings.sidecar, args.requests, args.clients).await?;
@@ -564,7 +584,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let needs_codex = default || args.overhead || args.suite || args.soak;
     let binaries = if needs_codex {
-        binaries_for(&args.run).await?
+        binaries_for(&args.matrix).await?
     } else {
         Vec::new()
     };
@@ -601,26 +621,16 @@ async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if default || args.suite {
-        let targets = runner::prepare(binaries.clone(), &Baseline::default_dir()).await?;
-        let mut scenarios = scenario::registry();
-        if let Some(f) = &args.run.filter {
-            scenarios.retain(|s| s.matches(f));
-            if scenarios.is_empty() {
-                anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
-            }
-        }
-        let jobs = args
-            .run
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-        let settings = Arc::new(settings.clone());
-        let mut runs = Vec::new();
+        let scenarios = args.matrix.scenarios()?;
+        let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+        let jobs = args.matrix.jobs();
+        let settings = Arc::new(settings);
+        // Each binary alone (when there are several), then all of them together.
+        let mut runs: Vec<Vec<runner::Target>> = Vec::new();
         if targets.len() > 1 {
-            for t in &targets {
-                runs.push(vec![t.clone()]);
-            }
+            runs.extend(targets.iter().map(|t| vec![t.clone()]));
         }
-        runs.push(targets.clone());
+        runs.push(targets);
         let mut single = Vec::new();
         for set in runs {
             let r = bench::suite(&set, &scenarios, settings.clone(), jobs).await;

@@ -7,7 +7,7 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,44 +15,46 @@ use codex_parity::baseline::Baseline;
 use codex_parity::binaries::CodexBinary;
 use codex_parity::capabilities::Capabilities;
 use codex_parity::runner::Target;
-use codex_parity::scenario::{Ctx, Outcome, Scenario, run_scenario};
-use codex_parity::sidecar::SidecarLauncher;
-use codex_parity::world::{Settings, WorldOptions};
+use codex_parity::scenario::{Ctx, Scenario};
+use codex_parity::world::WorldOptions;
 use codex_parity_sidecar::{Scripted, bodies};
 use rustix::process::Signal;
-use support::{Sandbox, fake_codex, text};
+use support::{Sandbox, text};
 
 /// The time `initialize` may take before the harness gives up (`DEFAULT_CALL_TIMEOUT`).
 const INITIALIZE_TIMEOUT: Duration = codex_parity::app_server::DEFAULT_CALL_TIMEOUT;
 
-fn bin_dir(sandbox: &Sandbox) -> PathBuf {
-    let dir = sandbox.root.path().join("bin");
-    std::fs::create_dir_all(&dir).expect("bin directory");
-    dir
+/// An app-server that never answers: a background child in codex's process group (which
+/// must die with it), a line on stderr, then sleep.
+const HANGING: &str = "sleep 601 &\necho 'fake codex: thinking' >&2\nexec sleep 600";
+
+/// Runs the smoke scenario on a fake codex whose `app-server` runs `app_server`; the
+/// fake's path, the run's output and how long it took.
+fn smoke_on_fake(sandbox: &Sandbox, app_server: &str) -> (String, Output, Duration) {
+    let fake = sandbox.fake_codex(app_server);
+    let fake = fake.to_str().expect("utf-8 path").to_string();
+    let (output, took) = sandbox.run(&[
+        "run",
+        "--codex-bin",
+        &fake,
+        "--filter",
+        "smoke_uses_mock_responses",
+    ]);
+    (fake, output, took)
 }
 
 #[test]
 fn a_codex_that_exits_at_once_fails_the_scenario_naming_it_and_its_stderr() {
     let sandbox = Sandbox::new();
-    let fake = fake_codex(
-        &bin_dir(&sandbox),
-        "echo 'fake codex: refusing to start' >&2; exit 3",
-    );
-    let fake_arg = fake.to_str().expect("utf-8 path");
-    let (output, took) = sandbox.run(&[
-        "run",
-        "--codex-bin",
-        fake_arg,
-        "--filter",
-        "smoke_uses_mock_responses",
-    ]);
+    let (fake, output, took) =
+        smoke_on_fake(&sandbox, "echo 'fake codex: refusing to start' >&2; exit 3");
     let all = text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
     // The report shows a reason's first line: it names the binary, how it ended and the
     // last thing it said.
     for want in [
         "smoke_uses_mock_responses[codex-0.171.0]: starting ",
-        fake_arg,
+        &fake,
         "[last stderr line: fake codex: refusing to start]",
         "codex exited (exit status: 3) while waiting for initialize",
     ] {
@@ -66,23 +68,11 @@ fn a_codex_that_exits_at_once_fails_the_scenario_naming_it_and_its_stderr() {
 #[test]
 fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed() {
     let sandbox = Sandbox::new();
-    // A background child in codex's process group must die with it.
-    let fake = fake_codex(
-        &bin_dir(&sandbox),
-        "sleep 601 &\necho 'fake codex: thinking' >&2\nexec sleep 600",
-    );
-    let fake_arg = fake.to_str().expect("utf-8 path");
-    let (output, took) = sandbox.run(&[
-        "run",
-        "--codex-bin",
-        fake_arg,
-        "--filter",
-        "smoke_uses_mock_responses",
-    ]);
+    let (fake, output, took) = smoke_on_fake(&sandbox, HANGING);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
     for want in [
-        fake_arg,
+        &fake,
         "[last stderr line: fake codex: thinking]",
         "initialize got no answer within 20s",
     ] {
@@ -98,7 +88,7 @@ fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed()
 #[test]
 fn a_codex_that_is_not_executable_is_refused_naming_it() {
     let sandbox = Sandbox::new();
-    let fake = fake_codex(&bin_dir(&sandbox), "exit 0");
+    let fake = sandbox.fake_codex("exit 0");
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let fake_arg = fake.to_str().expect("utf-8 path");
     let (output, took) = sandbox.run(&["run", "--codex-bin", fake_arg]);
@@ -115,10 +105,7 @@ fn a_codex_that_is_not_executable_is_refused_naming_it() {
 #[test]
 fn ctrl_c_stops_the_run_kills_its_processes_and_removes_its_directories() {
     let sandbox = Sandbox::new();
-    let fake = fake_codex(
-        &bin_dir(&sandbox),
-        "sleep 601 &\necho 'fake codex: thinking' >&2\nexec sleep 600",
-    );
+    let fake = sandbox.fake_codex(HANGING);
     let fake_arg = fake.to_str().expect("utf-8 path");
     let child = sandbox.spawn(&[
         "run",
@@ -129,23 +116,9 @@ fn ctrl_c_stops_the_run_kills_its_processes_and_removes_its_directories() {
         "--jobs",
         "2",
     ]);
-    let pid = child.id();
     // Both jobs have a world with a (hanging) codex in it.
-    let started = support::wait_until(Duration::from_secs(15), || {
-        sandbox
-            .processes()
-            .iter()
-            .filter(|p| p.contains("sleep 600"))
-            .count()
-            == 2
-    });
-    assert!(
-        started,
-        "the run did not start two codex processes: {:?}",
-        sandbox.processes()
-    );
-    support::signal(pid, Signal::INT);
-    let output = support::wait_with_timeout(child, Duration::from_secs(10), "after SIGINT");
+    sandbox.wait_for_running("sleep 600", 2, Duration::from_secs(15));
+    let output = support::interrupt(child, Duration::from_secs(10));
     let all = text(&output);
     assert_eq!(output.status.code(), Some(130), "{all}");
     assert!(
@@ -181,28 +154,11 @@ async fn a_sidecar_killed_mid_scenario_is_named_as_the_cause() {
         caps: Arc::new(Capabilities::default()),
         baseline: Arc::new(Baseline::default()),
     };
-    let settings = Arc::new(Settings {
-        sidecar: SidecarLauncher {
-            program: support::CODEX_PARITY.into(),
-            args: vec!["sidecar".into()],
-        },
-        keep: false,
-        bless: false,
-    });
     let scenario = Scenario::new("sidecar_killed", "T1", "the sidecar dies", |c| {
         Box::pin(killed_sidecar(c))
     });
     let started = Instant::now();
-    let outcome = run_scenario(&scenario, &target, settings).await.outcome;
-    let Outcome::Failed(reason) = outcome else {
-        panic!("expected a failure, got {outcome:?}");
-    };
-    let first = reason.lines().next().unwrap_or("");
-    assert!(
-        first.starts_with("the sidecar (pid ")
-            && first.contains("died during the scenario: signal: 9 (SIGKILL)"),
-        "{reason}"
-    );
+    let reason = support::sidecar_killed_reason(&scenario, &target).await;
     assert!(
         reason.contains("died (signal: 9 (SIGKILL)) before answering requests"),
         "{reason}"

@@ -10,18 +10,15 @@
 mod support;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use codex_parity::baseline::Baseline;
 use codex_parity::binaries;
 use codex_parity::install::{Cache, StderrProgress};
 use codex_parity::runner::{self, Target};
-use codex_parity::scenario::{Ctx, Outcome, Scenario, run_scenario};
+use codex_parity::scenario::{Ctx, Scenario};
 use codex_parity::scenarios::setup;
-use codex_parity::sidecar::SidecarLauncher;
 use codex_parity::turn::{TurnOptions, start_turn, text, wait_turn};
-use codex_parity::world::Settings;
 use codex_parity_sidecar::{Scripted, bodies};
 use rustix::process::Signal;
 use support::Sandbox;
@@ -95,23 +92,9 @@ fn ctrl_c_in_the_middle_of_real_scenarios_leaves_nothing() {
             "--jobs",
             "2",
         ]);
-        let pid = child.id();
-        let running = support::wait_until(Duration::from_secs(30), || {
-            sandbox
-                .processes()
-                .iter()
-                .filter(|p| p.contains("app-server"))
-                .count()
-                == 2
-        });
-        assert!(
-            running,
-            "no two codex app-servers ran: {:?}",
-            sandbox.processes()
-        );
+        sandbox.wait_for_running("app-server", 2, Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(500));
-        support::signal(pid, Signal::INT);
-        let output = support::wait_with_timeout(child, Duration::from_secs(15), "after SIGINT");
+        let output = support::interrupt(child, Duration::from_secs(15));
         let all = support::text(&output);
         assert_eq!(output.status.code(), Some(130), "{all}");
         assert!(all.contains("codex-parity: interrupted; stopped "), "{all}");
@@ -164,26 +147,8 @@ async fn sidecar_killed_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_sidecar_killed_mid_turn_is_reported_as_the_cause() {
-    let target = target().await;
-    let settings = Arc::new(Settings {
-        sidecar: SidecarLauncher {
-            program: support::CODEX_PARITY.into(),
-            args: vec!["sidecar".into()],
-        },
-        keep: false,
-        bless: false,
-    });
     let scenario = Scenario::new("sidecar_killed_mid_turn", "T2", "the sidecar dies", |c| {
         Box::pin(sidecar_killed_mid_turn(c))
     });
-    let outcome = run_scenario(&scenario, &target, settings).await.outcome;
-    let Outcome::Failed(reason) = outcome else {
-        panic!("expected a failure, got {outcome:?}");
-    };
-    let first = reason.lines().next().unwrap_or("");
-    assert!(
-        first.starts_with("the sidecar (pid ")
-            && first.contains("died during the scenario: signal: 9 (SIGKILL)"),
-        "{reason}"
-    );
+    support::sidecar_killed_reason(&scenario, &target().await).await;
 }

@@ -16,7 +16,7 @@ use crate::runner::{self, Target};
 use crate::scenario::{Outcome, Scenario};
 use crate::world::{Settings, World, WorldOptions};
 
-/// Medians over the runs, and the raw samples.
+/// The raw samples of each world (`median` summarises them).
 #[derive(Debug, Clone)]
 pub struct Overhead {
     /// World set-up: sidecar ready, proxy listening, home and config written.

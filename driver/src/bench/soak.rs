@@ -9,6 +9,7 @@
 //! (`reset`), so the sidecar's memory should come back to the same level every time: its
 //! resident size is sampled there.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
@@ -17,6 +18,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
 use super::{memory_kib, percentile};
+use crate::app_server::AppServer;
 use crate::binaries::CodexBinary;
 use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::world::{Settings, World, WorldOptions};
@@ -52,6 +54,16 @@ pub struct Part {
 }
 
 impl Part {
+    /// A part with no turns yet, its memory sampled at the start.
+    fn new(first: Sample) -> Part {
+        Part {
+            turns: 0,
+            wall: Duration::ZERO,
+            times: Vec::new(),
+            samples: vec![first],
+        }
+    }
+
     /// How much the sidecar's resident size moved from after the first batch (warmed up)
     /// to the end.
     pub fn sidecar_growth_kib(&self) -> i64 {
@@ -104,6 +116,16 @@ pub struct SoakReport {
     pub many_threads: Part,
 }
 
+/// A world with codex started in it.
+async fn started_world(
+    binary: &CodexBinary,
+    settings: &Settings,
+) -> anyhow::Result<(World, Arc<AppServer>)> {
+    let mut world = World::new(binary, settings, WorldOptions::default(), Arc::default()).await?;
+    let app = world.start().await?;
+    Ok((world, app))
+}
+
 fn sample(world: &World, codex_pid: Option<u32>, turns: usize) -> Sample {
     let rss = |pid: Option<u32>| pid.and_then(memory_kib).map_or(0, |m| m.0);
     Sample {
@@ -153,22 +175,10 @@ pub async fn one_thread(
     settings: &Settings,
     turns: usize,
 ) -> anyhow::Result<Part> {
-    let mut world = World::new(
-        binary,
-        settings,
-        WorldOptions::default(),
-        Default::default(),
-    )
-    .await?;
-    let app = world.start().await?;
+    let (world, app) = started_world(binary, settings).await?;
     let (thread, _) = world.start_thread(&app, json!({})).await?;
     let started = Instant::now();
-    let mut part = Part {
-        turns: 0,
-        wall: Duration::ZERO,
-        times: Vec::new(),
-        samples: vec![sample(&world, app.pid(), 0)],
-    };
+    let mut part = Part::new(sample(&world, app.pid(), 0));
     for batch in (0..turns).collect::<Vec<_>>().chunks(BATCH) {
         let script = batch
             .iter()
@@ -215,25 +225,13 @@ pub async fn many_threads(
     settings: &Settings,
     threads: usize,
 ) -> anyhow::Result<Part> {
-    let mut world = World::new(
-        binary,
-        settings,
-        WorldOptions::default(),
-        Default::default(),
-    )
-    .await?;
-    let app = world.start().await?;
+    let (world, app) = started_world(binary, settings).await?;
     let mut ids = Vec::new();
     for _ in 0..threads {
         ids.push(world.start_thread(&app, json!({})).await?.0);
     }
     let started = Instant::now();
-    let mut part = Part {
-        turns: 0,
-        wall: Duration::ZERO,
-        times: Vec::new(),
-        samples: vec![sample(&world, app.pid(), 0)],
-    };
+    let mut part = Part::new(sample(&world, app.pid(), 0));
     let marker = |t: usize, r: usize| format!("[soak t{t:03} r{r}]");
     for round in 0..ROUNDS {
         let script = (0..threads)

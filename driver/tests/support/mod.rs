@@ -1,13 +1,21 @@
 //! What the harness-failure tests share: a sandbox for one `codex-parity run` (its own
 //! `TMPDIR` and `HOME`, so every process and file of the run can be found), fake codex
-//! binaries, and a scan of `/proc` for processes the run left behind.
+//! binaries, a scan of `/proc` for processes the run left behind, and a scenario run
+//! whose sidecar is killed.
 
 #![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use codex_parity::runner::Target;
+use codex_parity::scenario::{Outcome, Scenario, run_scenario};
+use codex_parity::sidecar::SidecarLauncher;
+use codex_parity::world::Settings;
+use rustix::process::Signal;
 
 /// The `codex-parity` binary under test.
 pub const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
@@ -99,6 +107,31 @@ impl Sandbox {
     /// Live processes of this sandbox's runs.
     pub fn processes(&self) -> Vec<String> {
         processes_mentioning(&self.tmp)
+    }
+
+    /// Writes a fake `codex` (see [`fake_codex`]) into the sandbox, outside the run's
+    /// directories.
+    pub fn fake_codex(&self, app_server: &str) -> PathBuf {
+        let dir = self.root.path().join("bin");
+        std::fs::create_dir_all(&dir).expect("bin directory");
+        fake_codex(&dir, app_server)
+    }
+
+    /// Waits up to `timeout` until `count` of the sandbox's processes have `marker` in
+    /// their command line; fails naming the processes there are otherwise.
+    pub fn wait_for_running(&self, marker: &str, count: usize, timeout: Duration) {
+        let running = wait_until(timeout, || {
+            self.processes()
+                .iter()
+                .filter(|p| p.contains(marker))
+                .count()
+                == count
+        });
+        assert!(
+            running,
+            "the run did not start {count} processes running {marker:?}: {:?}",
+            self.processes()
+        );
     }
 
     /// Waits up to `timeout` for the sandbox's processes to be gone; returns those left.
@@ -222,9 +255,40 @@ fi
 }
 
 /// Sends `signal` to `pid`.
-pub fn signal(pid: u32, signal: rustix::process::Signal) {
+pub fn signal(pid: u32, signal: Signal) {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("a valid pid");
     rustix::process::kill_process(pid, signal).expect("sending a signal");
+}
+
+/// Sends SIGINT (Ctrl-C) to the run `child` and waits up to `timeout` for it to exit.
+pub fn interrupt(child: Child, timeout: Duration) -> Output {
+    signal(child.id(), Signal::INT);
+    wait_with_timeout(child, timeout, "after SIGINT")
+}
+
+/// Runs `scenario` on `target`, its sidecar started as `codex-parity sidecar`; the reason
+/// it failed, after checking that the reason's first line names the sidecar killed by
+/// SIGKILL as the cause (the scenario is to kill it).
+pub async fn sidecar_killed_reason(scenario: &Scenario, target: &Target) -> String {
+    let settings = Arc::new(Settings {
+        sidecar: SidecarLauncher {
+            program: CODEX_PARITY.into(),
+            args: vec!["sidecar".into()],
+        },
+        keep: false,
+        bless: false,
+    });
+    let outcome = run_scenario(scenario, target, settings).await.outcome;
+    let Outcome::Failed(reason) = outcome else {
+        panic!("expected a failure, got {outcome:?}");
+    };
+    let first = reason.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("the sidecar (pid ")
+            && first.contains("died during the scenario: signal: 9 (SIGKILL)"),
+        "{reason}"
+    );
+    reason
 }
 
 /// Waits for `child` up to `timeout` (its pipes drained meanwhile); its output, or a
