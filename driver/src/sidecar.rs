@@ -34,12 +34,18 @@ pub struct SidecarLauncher {
 }
 
 impl SidecarLauncher {
+    /// The `sidecar` subcommand of the `codex-parity` executable `program`.
+    pub fn codex_parity(program: impl Into<PathBuf>) -> SidecarLauncher {
+        SidecarLauncher {
+            program: program.into(),
+            args: vec!["sidecar".into()],
+        }
+    }
+
     /// The current executable's `sidecar` subcommand (what `codex-parity run` uses).
     pub fn current_exe() -> anyhow::Result<SidecarLauncher> {
-        Ok(SidecarLauncher {
-            program: std::env::current_exe().context("locating the codex-parity executable")?,
-            args: vec!["sidecar".into()],
-        })
+        let program = std::env::current_exe().context("locating the codex-parity executable")?;
+        Ok(SidecarLauncher::codex_parity(program))
     }
 }
 
