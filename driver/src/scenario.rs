@@ -113,6 +113,16 @@ impl Outcome {
             Outcome::NotApplicable(_) => "n/a",
         }
     }
+
+    /// What there is to say beyond the word: the reason (failed, not applicable) or the
+    /// known drift, one per line; `None` for a pass.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Outcome::Passed => None,
+            Outcome::Drift(notes) => Some(notes.join("\n")),
+            Outcome::Failed(reason) | Outcome::NotApplicable(reason) => Some(reason.clone()),
+        }
+    }
 }
 
 /// What a scenario gets: the binary, its capabilities and the run's settings.
