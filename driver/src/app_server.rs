@@ -6,7 +6,7 @@
 //! harness, which then stops it) and the whole group is killed at once when the client is
 //! dropped, so a test that panics or a run that is interrupted leaves no process.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -19,6 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use crate::child::{StderrTail, wait_or_kill};
+use crate::lock;
 use crate::message::{Message, RequestId, RpcError};
 
 /// How many lines of codex's stderr are kept for error messages.
@@ -153,7 +155,7 @@ struct Shared {
     unhandled: Mutex<Vec<String>>,
     started_turns: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
-    stderr: Mutex<VecDeque<String>>,
+    stderr: StderrTail,
     exit: watch::Sender<Option<String>>,
     /// Set as soon as the child has been waited for: its pid may then be reused.
     reaped: AtomicBool,
@@ -161,25 +163,12 @@ struct Shared {
 }
 
 impl Shared {
-    fn stderr_tail(&self) -> String {
-        lock(&self.stderr)
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
     fn send_line(&self, line: String) -> bool {
         match lock(&self.writer).as_ref() {
             Some(tx) => tx.send(line).is_ok(),
             None => false,
         }
     }
-}
-
-/// Locks a mutex, recovering from poisoning (a panicking test must not hide the state).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A running `codex app-server`.
@@ -239,7 +228,7 @@ impl AppServer {
             unhandled: Mutex::new(Vec::new()),
             started_turns: Mutex::new(Vec::new()),
             bad_lines: Mutex::new(Vec::new()),
-            stderr: Mutex::new(VecDeque::new()),
+            stderr: StderrTail::new(STDERR_TAIL_LINES),
             exit: exit_tx,
             reaped: AtomicBool::new(false),
             writer: Mutex::new(Some(line_tx)),
@@ -297,7 +286,7 @@ impl AppServer {
 
     /// The last lines codex wrote to stderr.
     pub fn stderr_tail(&self) -> String {
-        self.shared.stderr_tail()
+        self.shared.stderr.text()
     }
 
     /// Calls `method` with the default timeout.
@@ -539,18 +528,16 @@ async fn write_lines(
 }
 
 async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
     let echo = std::env::var_os("CODEX_PARITY_ECHO_STDERR").is_some();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if echo {
-            eprintln!("[{} stderr] {line}", shared.label);
-        }
-        let mut tail = lock(&shared.stderr);
-        if tail.len() == STDERR_TAIL_LINES {
-            tail.pop_front();
-        }
-        tail.push_back(line);
-    }
+    let label = &shared.label;
+    shared
+        .stderr
+        .read(stderr, |line| {
+            if echo {
+                eprintln!("[{label} stderr] {line}");
+            }
+        })
+        .await;
 }
 
 async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
@@ -628,18 +615,8 @@ async fn watch_child(
     stdout_done: tokio::task::JoinHandle<()>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = kill => {
-            let _ = child.start_kill();
-            child.wait().await
-        }
-    };
+    let (text, _) = wait_or_kill(&mut child, kill).await;
     shared.reaped.store(true, Ordering::SeqCst);
-    let text = match status {
-        Ok(s) => s.to_string(),
-        Err(e) => format!("wait failed: {e}"),
-    };
     // Let the readers drain what the process wrote before it ended.
     let _ = tokio::time::timeout(Duration::from_secs(2), stdout_done).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;

@@ -19,6 +19,8 @@ pub struct Capabilities {
     pub server_requests: BTreeSet<String>,
     /// Server notification methods.
     pub notifications: BTreeSet<String>,
+    /// Client notification methods.
+    pub client_notifications: BTreeSet<String>,
     /// Every named type of the experimental schema (e.g. `ThreadGoalStatus`, `ThreadStartParams`).
     pub types: BTreeMap<String, TypeDef>,
 }
@@ -38,7 +40,20 @@ impl Capabilities {
             stable_client_methods: stable.client_requests.clone(),
             server_requests: experimental.server_requests,
             notifications: experimental.notifications,
+            client_notifications: experimental.client_notifications,
             types: experimental.types,
+        }
+    }
+
+    /// The experimental schema these capabilities were read from (for
+    /// [`crate::schema_diff`]: a binary's schema is generated once, by [`Capabilities::detect`]).
+    pub fn schema(&self) -> Schema {
+        Schema {
+            client_requests: self.client_methods.clone(),
+            server_requests: self.server_requests.clone(),
+            notifications: self.notifications.clone(),
+            client_notifications: self.client_notifications.clone(),
+            types: self.types.clone(),
         }
     }
 
@@ -138,6 +153,28 @@ mod tests {
         let caps = Capabilities::from_schemas(schema(&["a", "b"]), &schema(&["a"]));
         assert!(caps.is_experimental("b"));
         assert!(!caps.is_experimental("a"));
+    }
+
+    #[test]
+    fn the_experimental_schema_comes_back_whole() {
+        let set = |names: &[&str]| names.iter().map(|m| m.to_string()).collect();
+        let experimental = Schema {
+            client_requests: set(&["thread/start", "thread/goal/set"]),
+            server_requests: set(&["item/tool/call"]),
+            notifications: set(&["turn/started"]),
+            client_notifications: set(&["initialized"]),
+            types: [(
+                "ThreadGoalStatus".to_string(),
+                TypeDef::parse(&json!({"enum": ["active"]})),
+            )]
+            .into(),
+        };
+        let stable = Schema {
+            client_requests: set(&["thread/start"]),
+            ..Default::default()
+        };
+        let caps = Capabilities::from_schemas(experimental.clone(), &stable);
+        assert_eq!(caps.schema(), experimental);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
 use crate::binaries::{self, CodexBinary};
+use crate::lock;
 use crate::versions;
 
 /// The npm package that carries the Codex CLI.
@@ -96,7 +97,7 @@ impl Default for StderrProgress {
 
 impl Progress for StderrProgress {
     fn message(&self, msg: &str) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&self.state);
         let mut err = std::io::stderr().lock();
         if state.status_shown {
             let _ = write!(err, "\r\x1b[K");
@@ -107,7 +108,7 @@ impl Progress for StderrProgress {
     }
 
     fn update(&self, msg: &str) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&self.state);
         let mut err = std::io::stderr().lock();
         if self.tty {
             let _ = write!(err, "\r\x1b[K{msg}");

@@ -17,6 +17,7 @@ pub mod baseline;
 pub mod bench;
 pub mod binaries;
 pub mod capabilities;
+mod child;
 pub mod git;
 pub mod golden;
 pub mod install;
@@ -39,3 +40,9 @@ pub mod sidecar;
 pub mod turn;
 pub mod versions;
 pub mod world;
+
+/// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock
+/// must not hide what was recorded.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -8,6 +8,8 @@ use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::lock;
+
 /// The recording proxy. Dropping it stops the listener.
 pub struct RecordingProxy {
     url: String,
@@ -39,9 +41,7 @@ impl RecordingProxy {
                     .unwrap_or(0);
                     let first = String::from_utf8_lossy(&buf[..n]);
                     let line = first.lines().next().unwrap_or("").to_string();
-                    log.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(format!("{peer}: {line}"));
+                    lock(&log).push(format!("{peer}: {line}"));
                     let _ = stream
                         .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
                         .await;
@@ -62,10 +62,7 @@ impl RecordingProxy {
 
     /// Every connection attempt so far: peer address and the request's first line.
     pub fn attempts(&self) -> Vec<String> {
-        self.attempts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.attempts).clone()
     }
 }
 

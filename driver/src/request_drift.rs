@@ -13,27 +13,15 @@ use crate::normalize;
 use crate::request_diff::{diff_requests, lines};
 use crate::runner::Record;
 use crate::scenario::Outcome;
+use crate::versions;
 
 /// New change lines printed per request at most; the rest are counted.
 const LINES_PER_REQUEST: usize = 40;
 
-/// The sort key of a version: `0.172.0-alpha.1` before `0.172.0` before `0.180.0`.
-fn version_key(version: &str) -> (Vec<u64>, bool, String) {
-    let (core, pre) = match version.split_once('-') {
-        Some((core, pre)) => (core, Some(pre)),
-        None => (version, None),
-    };
-    let numbers = core
-        .split('.')
-        .map(|p| p.parse::<u64>().unwrap_or(0))
-        .collect();
-    (numbers, pre.is_none(), pre.unwrap_or("").to_string())
-}
-
 /// The binaries oldest first (stable for equal versions).
 pub fn oldest_first(binaries: &[CodexBinary]) -> Vec<CodexBinary> {
     let mut sorted = binaries.to_vec();
-    sorted.sort_by_key(|b| version_key(&b.version));
+    sorted.sort_by_key(|b| versions::sort_key(&b.version));
     sorted
 }
 

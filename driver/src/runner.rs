@@ -15,6 +15,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use crate::baseline::Baseline;
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
+use crate::lock;
 use crate::scenario::{Outcome, Scenario, run_scenario};
 use crate::shard::Shard;
 use crate::world::Settings;
@@ -93,7 +94,18 @@ pub async fn run_all(
     jobs: usize,
     on_done: Arc<dyn Fn(&Record) + Send + Sync>,
 ) -> Vec<Record> {
-    run_shard(targets, scenarios, Shard::ALL, settings, jobs, on_done).await
+    let stop = std::future::pending::<()>();
+    run_shard_until(
+        targets,
+        scenarios,
+        Shard::ALL,
+        settings,
+        jobs,
+        on_done,
+        stop,
+    )
+    .await
+    .records
 }
 
 /// The (target, scenario) runs of `shard`, in (target, scenario) order.
@@ -109,21 +121,6 @@ pub fn planned<'a>(
         .collect()
 }
 
-/// [`run_all`] for the runs of one shard only (see [`crate::shard`]).
-pub async fn run_shard(
-    targets: &[Target],
-    scenarios: &[Scenario],
-    shard: Shard,
-    settings: Arc<Settings>,
-    jobs: usize,
-    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
-) -> Vec<Record> {
-    let stop = std::future::pending::<()>();
-    run_shard_until(targets, scenarios, shard, settings, jobs, on_done, stop)
-        .await
-        .records
-}
-
 /// What [`run_shard_until`] got done.
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
@@ -135,9 +132,9 @@ pub struct Finished {
     pub not_started: usize,
 }
 
-/// [`run_shard`] that stops when `stop` resolves: every running scenario is cancelled and
-/// has ended (its worlds dropped: codex and sidecar killed, directories removed) before
-/// this returns.
+/// [`run_all`] for the runs of one shard only (see [`crate::shard`]), stopping when `stop`
+/// resolves: every running scenario is then cancelled and has ended (its worlds dropped:
+/// codex and sidecar killed, directories removed) before this returns.
 pub async fn run_shard_until(
     targets: &[Target],
     scenarios: &[Scenario],
@@ -207,8 +204,4 @@ pub async fn run_shard_until(
     }
     finished.records = records.into_iter().flatten().collect();
     finished
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -11,6 +11,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::binaries::CodexBinary;
 use crate::capabilities::Capabilities;
+use crate::lock;
 use crate::runner::Target;
 use crate::sidecar::SidecarHealth;
 use crate::world::{Settings, World, WorldOptions};
@@ -112,6 +113,16 @@ impl Outcome {
             Outcome::NotApplicable(_) => "n/a",
         }
     }
+
+    /// What there is to say beyond the word: the reason (failed, not applicable) or the
+    /// known drift, one per line; `None` for a pass.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Outcome::Passed => None,
+            Outcome::Drift(notes) => Some(notes.join("\n")),
+            Outcome::Failed(reason) | Outcome::NotApplicable(reason) => Some(reason.clone()),
+        }
+    }
 }
 
 /// What a scenario gets: the binary, its capabilities and the run's settings.
@@ -144,37 +155,29 @@ pub struct Tally {
 impl Tally {
     /// Records a divergence.
     pub fn drift(&self, what: String) {
-        if let Ok(mut drift) = self.drift.lock() {
-            drift.push(what);
-        }
+        lock(&self.drift).push(what);
     }
 
     /// Keeps a world's sidecar in view.
     pub fn watch_sidecar(&self, health: Arc<SidecarHealth>) {
-        if let Ok(mut sidecars) = self.sidecars.lock() {
-            sidecars.push(health);
-        }
+        lock(&self.sidecars).push(health);
     }
 
     /// What to say about every sidecar that died without being told to stop.
     pub fn sidecar_deaths(&self) -> Vec<String> {
-        self.sidecars
-            .lock()
-            .map(|s| s.iter().filter_map(|h| h.death()).collect())
-            .unwrap_or_default()
+        lock(&self.sidecars)
+            .iter()
+            .filter_map(|h| h.death())
+            .collect()
     }
 
     /// Keeps a world's captured requests.
     pub fn captured(&self, requests: Vec<CapturedRequest>) {
-        if let Ok(mut all) = self.requests.lock() {
-            all.extend(requests);
-        }
+        lock(&self.requests).extend(requests);
     }
 
     fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
-        list.lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default()
+        std::mem::take(&mut *lock(list))
     }
 }
 
@@ -193,9 +196,7 @@ impl Ctx {
     /// Records a fact about this codex that the results should carry (e.g. which edit path
     /// it took), without judging it: it lands in the record, `results.json` and the report.
     pub fn observe(&self, what: impl Into<String>) {
-        if let Ok(mut all) = self.tally.observations.lock() {
-            all.push(what.into());
-        }
+        lock(&self.tally.observations).push(what.into());
     }
 
     /// Records that this codex version differs from the catalogue, and goes on. The

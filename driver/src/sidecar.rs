@@ -4,12 +4,11 @@
 //! it is told to shut down is reported as such, with its exit status and the tail of its
 //! stderr: by [`Sidecar::command`] and by [`Sidecar::death`].
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -19,6 +18,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, oneshot, watch};
+
+use crate::child::{StderrTail, wait_or_kill};
 
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,12 +34,18 @@ pub struct SidecarLauncher {
 }
 
 impl SidecarLauncher {
+    /// The `sidecar` subcommand of the `codex-parity` executable `program`.
+    pub fn codex_parity(program: impl Into<PathBuf>) -> SidecarLauncher {
+        SidecarLauncher {
+            program: program.into(),
+            args: vec!["sidecar".into()],
+        }
+    }
+
     /// The current executable's `sidecar` subcommand (what `codex-parity run` uses).
     pub fn current_exe() -> anyhow::Result<SidecarLauncher> {
-        Ok(SidecarLauncher {
-            program: std::env::current_exe().context("locating the codex-parity executable")?,
-            args: vec!["sidecar".into()],
-        })
+        let program = std::env::current_exe().context("locating the codex-parity executable")?;
+        Ok(SidecarLauncher::codex_parity(program))
     }
 }
 
@@ -77,7 +84,7 @@ pub struct SidecarHealth {
     stopping: AtomicBool,
     /// Set when it ended on its own, not told to and not killed by this handle.
     died: AtomicBool,
-    stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+    stderr_tail: Arc<StderrTail>,
 }
 
 impl SidecarHealth {
@@ -102,7 +109,7 @@ impl SidecarHealth {
         Some(format!(
             "the sidecar (pid {}) died during the scenario: {status}; its stderr:\n{}",
             self.pid.map_or("?".to_string(), |p| p.to_string()),
-            tail_text(&self.stderr_tail)
+            self.stderr_tail.text()
         ))
     }
 
@@ -122,41 +129,11 @@ async fn watch_sidecar(
     exit: watch::Sender<Option<String>>,
     health: Arc<SidecarHealth>,
 ) {
-    let status = tokio::select! {
-        biased;
-        status = child.wait() => {
-            if !health.stopping.load(Ordering::SeqCst) {
-                health.died.store(true, Ordering::SeqCst);
-            }
-            status
-        }
-        _ = kill => {
-            let _ = child.start_kill();
-            child.wait().await
-        }
-    };
-    let text = match status {
-        Ok(s) => s.to_string(),
-        Err(e) => format!("wait failed: {e}"),
-    };
-    let _ = exit.send(Some(text));
-}
-
-/// Keeps the last lines of the sidecar's stderr (its logs) for error messages.
-async fn keep_tail(stderr: tokio::process::ChildStderr, tail: Arc<StdMutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-        if tail.len() == 20 {
-            tail.pop_front();
-        }
-        tail.push_back(line);
+    let (text, on_its_own) = wait_or_kill(&mut child, kill).await;
+    if on_its_own && !health.stopping.load(Ordering::SeqCst) {
+        health.died.store(true, Ordering::SeqCst);
     }
-}
-
-fn tail_text(tail: &StdMutex<VecDeque<String>>) -> String {
-    let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-    tail.iter().cloned().collect::<Vec<_>>().join("\n")
+    let _ = exit.send(Some(text));
 }
 
 impl Sidecar {
@@ -174,8 +151,10 @@ impl Sidecar {
         let stdin = child.stdin.take().context("sidecar stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("sidecar stdout")?).lines();
         let stderr = child.stderr.take().context("sidecar stderr")?;
-        let stderr_tail = Arc::new(StdMutex::new(VecDeque::new()));
-        tokio::spawn(keep_tail(stderr, stderr_tail.clone()));
+        // The last lines of the sidecar's stderr (its logs), for error messages.
+        let stderr_tail = Arc::new(StderrTail::new(20));
+        let tail = stderr_tail.clone();
+        tokio::spawn(async move { tail.read(stderr, |_| {}).await });
         let pid = child.id();
         let (kill, kill_rx) = oneshot::channel();
         let (exit_tx, exit) = watch::channel(None);
@@ -198,7 +177,7 @@ impl Sidecar {
                 "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
                 launcher.program.display(),
                 status.unwrap_or_else(|| "still running".into()),
-                tail_text(&health.stderr_tail)
+                health.stderr_tail.text()
             );
         };
         let ready: Value = serde_json::from_str(&line)
@@ -238,7 +217,7 @@ impl Sidecar {
         };
         anyhow::anyhow!(
             "{what} before answering {op}; its stderr:\n{}",
-            tail_text(&self.health.stderr_tail)
+            self.health.stderr_tail.text()
         )
     }
 

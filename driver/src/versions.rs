@@ -86,6 +86,20 @@ pub fn is_version(version: &str) -> bool {
     core_ok && suffix_ok
 }
 
+/// The sort key of a version, oldest first: `0.20.0` before `0.131.0` (numerically),
+/// `0.172.0-alpha.1` before `0.172.0` (a pre-release before its release).
+pub fn sort_key(version: &str) -> (Vec<u64>, bool, String) {
+    let (core, pre) = match version.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (version, None),
+    };
+    let numbers = core
+        .split('.')
+        .map(|p| p.parse::<u64>().unwrap_or(0))
+        .collect();
+    (numbers, pre.is_none(), pre.unwrap_or("").to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

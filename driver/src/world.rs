@@ -77,6 +77,18 @@ pub struct Settings {
     pub bless: bool,
 }
 
+impl Settings {
+    /// Sidecars started by `sidecar`, directories kept when `keep`, golden checks on (no
+    /// `--bless`).
+    pub fn new(sidecar: SidecarLauncher, keep: bool) -> Settings {
+        Settings {
+            sidecar,
+            keep,
+            bless: false,
+        }
+    }
+}
+
 /// A scenario's world. Dropping it kills its processes and removes its directory
 /// (unless `keep`).
 pub struct World {

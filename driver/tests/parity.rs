@@ -98,14 +98,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let settings = Arc::new(Settings {
-        sidecar: SidecarLauncher {
-            program: PathBuf::from(env!("CARGO_BIN_EXE_codex-parity")),
-            args: vec!["sidecar".into()],
-        },
-        keep: std::env::var_os("CODEX_PARITY_KEEP").is_some(),
-        bless: false,
-    });
+    let settings = Arc::new(Settings::new(
+        SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity")),
+        std::env::var_os("CODEX_PARITY_KEEP").is_some(),
+    ));
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();

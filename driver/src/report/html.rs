@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::escape;
 use super::matrix::Matrix;
-use super::sections::{Section, anchor_kind, cell_anchor};
+use super::sections::{Section, anchor};
 use crate::scenario::Outcome;
 
 const STYLE: &str = "
@@ -129,12 +129,16 @@ fn grid(out: &mut String, matrix: &Matrix) {
             escape(&row.id)
         );
         for (column, cell) in matrix.columns.iter().zip(cells) {
-            let (class, word, title) = match cell.map(|e| &e.outcome) {
-                None => ("missing", "–", "no result".to_string()),
-                Some(Outcome::Passed) => ("pass", "pass", "passed".to_string()),
-                Some(Outcome::Drift(notes)) => ("drift", "drift", notes.join("\n")),
-                Some(Outcome::Failed(reason)) => ("fail", "FAIL", reason.clone()),
-                Some(Outcome::NotApplicable(reason)) => ("na", "n/a", reason.clone()),
+            let (class, word) = match cell.map(|e| &e.outcome) {
+                None => ("missing", "–"),
+                Some(Outcome::Passed) => ("pass", "pass"),
+                Some(Outcome::Drift(_)) => ("drift", "drift"),
+                Some(Outcome::Failed(_)) => ("fail", "FAIL"),
+                Some(Outcome::NotApplicable(_)) => ("na", "n/a"),
+            };
+            let title = match cell {
+                None => "no result".to_string(),
+                Some(e) => e.outcome.detail().unwrap_or_else(|| "passed".into()),
             };
             let _ = write!(
                 out,
@@ -143,9 +147,8 @@ fn grid(out: &mut String, matrix: &Matrix) {
                 escape(&column.label),
                 escape(&title)
             );
-            match cell.and_then(|e| anchor_kind(&e.outcome)) {
-                Some(kind) => {
-                    let anchor = cell_anchor(kind, &row.name, &column.label);
+            match cell.and_then(anchor) {
+                Some(anchor) => {
                     let _ = write!(out, "<a href=\"#{}\">{word}</a>", escape(&anchor));
                 }
                 None => out.push_str(word),

@@ -5,7 +5,7 @@
 //! versions or a diff of the requests they build becomes one more [`Section`] appended to
 //! the list handed to [`crate::report::write_dir`]; the renderers need no change.
 
-use crate::report::matrix::Matrix;
+use crate::report::matrix::{Entry, Matrix};
 use crate::scenario::Outcome;
 
 /// One titled part of the report below the matrix.
@@ -32,10 +32,16 @@ pub struct Item {
     pub text: String,
 }
 
-/// The anchor of a cell's item: `fail-<scenario>-<label>` and the like, with every
-/// character that is not a letter, digit, `-` or `_` replaced.
-pub fn cell_anchor(kind: &str, scenario: &str, label: &str) -> String {
-    format!("{kind}-{scenario}-{label}")
+/// The HTML anchor of a cell's item (`None` for a pass): `fail-<scenario>-<label>` and the
+/// like, with every character that is not a letter, digit, `-` or `_` replaced.
+pub fn anchor(entry: &Entry) -> Option<String> {
+    let kind = match entry.outcome {
+        Outcome::Passed => return None,
+        Outcome::Drift(_) => "drift",
+        Outcome::Failed(_) => "fail",
+        Outcome::NotApplicable(_) => "na",
+    };
+    let anchor = format!("{kind}-{}-{}", entry.scenario, entry.codex)
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -44,17 +50,8 @@ pub fn cell_anchor(kind: &str, scenario: &str, label: &str) -> String {
                 '_'
             }
         })
-        .collect()
-}
-
-/// The anchor kind of an outcome's item (`None` for a pass).
-pub fn anchor_kind(outcome: &Outcome) -> Option<&'static str> {
-    match outcome {
-        Outcome::Passed => None,
-        Outcome::Drift(_) => Some("drift"),
-        Outcome::Failed(_) => Some("fail"),
-        Outcome::NotApplicable(_) => Some("na"),
-    }
+        .collect();
+    Some(anchor)
 }
 
 /// The sections every report has: failures (full reasons), known drift (what the
@@ -65,35 +62,29 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
     let mut not_applicable = Vec::new();
     let mut observations = Vec::new();
     for e in &matrix.entries {
-        if !e.observations.is_empty() {
-            observations.push(Item {
-                anchor: None,
-                title: format!(
-                    "{} ({}) on {}",
-                    e.scenario,
-                    matrix.id_of(&e.scenario),
-                    e.codex
-                ),
-                text: e.observations.join("\n"),
-            });
-        }
         let title = format!(
             "{} ({}) on {}",
             e.scenario,
             matrix.id_of(&e.scenario),
             e.codex
         );
-        let anchor = anchor_kind(&e.outcome).map(|k| cell_anchor(k, &e.scenario, &e.codex));
-        let (list, text) = match &e.outcome {
+        if !e.observations.is_empty() {
+            observations.push(Item {
+                anchor: None,
+                title: title.clone(),
+                text: e.observations.join("\n"),
+            });
+        }
+        let list = match &e.outcome {
             Outcome::Passed => continue,
-            Outcome::Failed(reason) => (&mut failures, reason.clone()),
-            Outcome::Drift(notes) => (&mut drift, notes.join("\n")),
-            Outcome::NotApplicable(reason) => (&mut not_applicable, reason.clone()),
+            Outcome::Failed(_) => &mut failures,
+            Outcome::Drift(_) => &mut drift,
+            Outcome::NotApplicable(_) => &mut not_applicable,
         };
         list.push(Item {
-            anchor,
+            anchor: anchor(e),
             title,
-            text,
+            text: e.outcome.detail().unwrap_or_default(),
         });
     }
     vec![

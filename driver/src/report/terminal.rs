@@ -9,6 +9,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 
 use super::matrix::Matrix;
+use crate::lock;
 use crate::runner::Record;
 use crate::scenario::Outcome;
 
@@ -32,13 +33,11 @@ impl Progress {
 
     /// Counts one finished run and returns its progress line.
     pub fn line(&self, r: &Record) -> String {
-        let (done, total) = match self.counts.lock() {
-            Ok(mut counts) => {
-                let c = counts.entry(r.label.clone()).or_insert((0, 0));
-                c.0 += 1;
-                *c
-            }
-            Err(_) => (0, 0),
+        let (done, total) = {
+            let mut counts = lock(&self.counts);
+            let c = counts.entry(r.label.clone()).or_insert((0, 0));
+            c.0 += 1;
+            *c
         };
         format!(
             "{} [{done}/{total}] {:<5} {} ({:.1}s)",
