@@ -436,7 +436,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let finished =
         runner::run_shard_until(&targets, &scenarios, shard, settings, jobs, on_done, stop).await;
-    let binaries: Vec<CodexBinary> = targets.into_iter().map(|t| t.binary).collect();
+    let binaries: Vec<CodexBinary> = targets.iter().map(|t| t.binary.clone()).collect();
     let matrix = Matrix::from_run(&scenarios, &binaries, &finished.records, args.shard);
     if let Some(code) = signal.lock().ok().and_then(|c| *c) {
         // A partial matrix on the terminal; no report files for a run that did not finish.
@@ -455,13 +455,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let records = &finished.records;
     let drift = if args.report.is_some() && binaries.len() > 1 {
-        // The run is done: a schema that cannot be read again costs its section, not the run.
-        drift_sections(records, &binaries)
-            .await
-            .unwrap_or_else(|e| {
-                eprintln!("codex-parity: the report has no drift sections: {e:#}");
-                Vec::new()
-            })
+        drift_sections(records, &targets)
     } else {
         Vec::new()
     };
@@ -472,24 +466,27 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-/// The report's schema and request drift sections, for two or more binaries.
-async fn drift_sections(
+/// The report's schema and request drift sections, for two or more binaries, from the
+/// schemas read when the run was prepared.
+fn drift_sections(
     records: &[Record],
-    binaries: &[CodexBinary],
-) -> anyhow::Result<Vec<report::sections::Section>> {
-    let order = codex_parity::request_drift::oldest_first(binaries);
-    let mut schemas = Vec::new();
-    for b in &order {
-        schemas.push((b.label(), Schema::generate(b, true).await?));
-    }
+    targets: &[runner::Target],
+) -> Vec<report::sections::Section> {
+    let mut order: Vec<&runner::Target> = targets.iter().collect();
+    order.sort_by_key(|t| versions::sort_key(&t.binary.version));
+    let schemas: Vec<(String, Schema)> = order
+        .iter()
+        .map(|t| (t.binary.label(), t.caps.schema()))
+        .collect();
     let diffs: Vec<_> = schemas
         .windows(2)
         .map(|w| schema_diff::diff(&w[0].0, &w[0].1, &w[1].0, &w[1].1))
         .collect();
-    Ok(vec![
+    let binaries: Vec<CodexBinary> = targets.iter().map(|t| t.binary.clone()).collect();
+    vec![
         report::sections::schema_drift(&diffs),
-        report::sections::request_drift(codex_parity::request_drift::report(records, binaries)),
-    ])
+        report::sections::request_drift(codex_parity::request_drift::report(records, &binaries)),
+    ]
 }
 
 /// `--request-diff` and `--bless`, after the matrix; false when a golden file could not be
@@ -558,9 +555,8 @@ async fn prepare_run(
 /// The settings of a run: the sidecar is this executable's `sidecar` subcommand.
 fn settings(keep: bool, bless: bool) -> anyhow::Result<Settings> {
     Ok(Settings {
-        sidecar: SidecarLauncher::current_exe()?,
-        keep,
         bless,
+        ..Settings::new(SidecarLauncher::current_exe()?, keep)
     })
 }
 

@@ -151,7 +151,7 @@ async fn real_schemas_diff_as_documented() {
     let mut bins = binaries::resolve(source, &Cache::from_env().unwrap(), &StderrProgress::new())
         .await
         .unwrap();
-    let key = |v: &str| -> Vec<u64> { v.split(['.', '-']).map_while(|p| p.parse().ok()).collect() };
+    let key = codex_parity::versions::sort_key;
     bins.sort_by_key(|b| key(&b.version));
     bins.dedup_by(|a, b| a.version == b.version);
     let (oldest, newest) = (&bins[0], &bins[bins.len() - 1]);

@@ -270,14 +270,10 @@ pub fn interrupt(child: Child, timeout: Duration) -> Output {
 /// it failed, after checking that the reason's first line names the sidecar killed by
 /// SIGKILL as the cause (the scenario is to kill it).
 pub async fn sidecar_killed_reason(scenario: &Scenario, target: &Target) -> String {
-    let settings = Arc::new(Settings {
-        sidecar: SidecarLauncher {
-            program: CODEX_PARITY.into(),
-            args: vec!["sidecar".into()],
-        },
-        keep: false,
-        bless: false,
-    });
+    let settings = Arc::new(Settings::new(
+        SidecarLauncher::codex_parity(CODEX_PARITY),
+        false,
+    ));
     let outcome = run_scenario(scenario, target, settings).await.outcome;
     let Outcome::Failed(reason) = outcome else {
         panic!("expected a failure, got {outcome:?}");
