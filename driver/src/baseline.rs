@@ -106,8 +106,9 @@ impl Baseline {
             .iter()
             .filter(|e| e.scenario == scenario)
             .collect();
-        let mut used = vec![false; entries.len()];
-        let (mut known, mut problems) = (Vec::new(), Vec::new());
+        // What each entry matched: one note per entry, however often codex repeated it.
+        let mut seen: Vec<Vec<String>> = vec![Vec::new(); entries.len()];
+        let mut problems = Vec::new();
         let observed = drift
             .into_iter()
             .map(|d| (d, false))
@@ -115,22 +116,26 @@ impl Baseline {
         for (message, is_failure) in observed {
             let matching = |e: &&Expected| e.fails == is_failure && message.contains(&e.contains);
             match entries.iter().position(matching) {
-                Some(i) => {
-                    used[i] = true;
-                    known.push(format!("{} ({message})", entries[i].reason));
-                }
+                Some(i) => seen[i].push(message),
                 None if is_failure => problems.push(message),
                 None => problems.push(format!("drift not in the baseline: {message}")),
             }
         }
-        for (entry, used) in entries.iter().zip(used) {
-            if !used {
-                problems.push(format!(
+        let mut known = Vec::new();
+        for (entry, seen) in entries.iter().zip(&seen) {
+            match seen.as_slice() {
+                [] => problems.push(format!(
                     "{} expects \"{}\" ({}), but it did not happen: remove the entry",
                     self.path.display(),
                     entry.contains,
                     entry.reason
-                ));
+                )),
+                [one] => known.push(format!("{} ({one})", entry.reason)),
+                [first, rest @ ..] => known.push(format!(
+                    "{} ({first}; and {} more like it)",
+                    entry.reason,
+                    rest.len()
+                )),
             }
         }
         if !problems.is_empty() {
@@ -192,6 +197,19 @@ mod tests {
         assert!(
             matches!(o, Outcome::Failed(_)),
             "a known failure that passes: {o:?}"
+        );
+    }
+
+    #[test]
+    fn repeated_drift_is_one_note() {
+        let drift = (1..=3)
+            .map(|n| format!("request #{n}: goal_objective"))
+            .collect();
+        assert_eq!(
+            baseline().judge("s", None, drift),
+            Outcome::Drift(vec![
+                "injected output (request #1: goal_objective; and 2 more like it)".into()
+            ])
         );
     }
 
