@@ -2,44 +2,27 @@
 //! Codex release, against the real `codex app-server` and a mock Responses API (the
 //! sidecar).
 //!
-//! The pieces, in the order data flows through them: [`binaries`] and [`install`] find or
-//! fetch codex binaries; [`schema`] reads the protocol schema a binary prints, from which
-//! [`capabilities`] decides what each supports and [`schema_diff`] shows what changed
-//! between two of them; [`scenario`] holds the registry that both the test harness and
-//! `codex-parity run` use; each scenario builds a [`world::World`] (sidecar, `CODEX_HOME`,
-//! workspace, [`proxy`]), drives [`app_server::AppServer`] through the [`turn`] layer, and
-//! checks what the [`sidecar::Sidecar`] captured, judged against the version's [`baseline`];
-//! [`runner`] runs scenarios across binaries (or a [`shard`] of them), and [`report`]
-//! renders the result matrix.
+//! The crate is laid out in layers, each depending only on the ones listed before it:
+//!
+//! | layer | what it holds |
+//! |---|---|
+//! | [`codex`] | a codex binary: resolution, npm install, version, protocol schema, capabilities, schema diff |
+//! | [`app_server`] | the JSON-RPC client of `codex app-server`, its messages, typed requests, the turn layer |
+//! | [`harness`] | scenarios and their context, worlds (sidecar, home, workspace, proxy), baselines, the runner, shards |
+//! | [`drift`] | request normalisation, structural diff, golden files, request drift across versions |
+//! | [`scenarios`] | the registry of parity scenarios, one file per catalogue group, and their support |
+//! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
+//! | [`bench`] | measurements: overhead, suite, soak, load |
+//!
+//! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them.
 
 pub mod app_server;
-pub mod baseline;
 pub mod bench;
-pub mod binaries;
-pub mod capabilities;
-mod child;
-pub mod git;
-pub mod golden;
-pub mod install;
-pub mod message;
-pub mod normalize;
-pub mod png;
-pub mod proxy;
+pub mod codex;
+pub mod drift;
+pub mod harness;
 pub mod report;
-pub mod request_diff;
-pub mod request_drift;
-pub mod requests;
-pub mod rollout;
-pub mod runner;
-pub mod scenario;
 pub mod scenarios;
-pub mod schema;
-pub mod schema_diff;
-pub mod shard;
-pub mod sidecar;
-pub mod turn;
-pub mod versions;
-pub mod world;
 
 /// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock
 /// must not hide what was recorded.

@@ -7,18 +7,18 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use codex_parity::baseline::Baseline;
-use codex_parity::binaries::{self, CodexBinary};
-use codex_parity::install::{Cache, StderrProgress};
+use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::schema::Schema;
+use codex_parity::codex::schema_diff;
+use codex_parity::codex::versions;
+use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::runner::{self, Record};
+use codex_parity::harness::scenario;
+use codex_parity::harness::shard::Shard;
+use codex_parity::harness::sidecar::SidecarLauncher;
+use codex_parity::harness::world::Settings;
 use codex_parity::report::{self, Matrix, terminal};
-use codex_parity::runner::{self, Record};
-use codex_parity::scenario;
-use codex_parity::schema::Schema;
-use codex_parity::schema_diff;
-use codex_parity::shard::Shard;
-use codex_parity::sidecar::SidecarLauncher;
-use codex_parity::versions;
-use codex_parity::world::Settings;
 
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
@@ -485,7 +485,9 @@ fn drift_sections(
     let binaries: Vec<CodexBinary> = targets.iter().map(|t| t.binary.clone()).collect();
     vec![
         report::sections::schema_drift(&diffs),
-        report::sections::request_drift(codex_parity::request_drift::report(records, &binaries)),
+        report::sections::request_drift(codex_parity::drift::request_drift::report(
+            records, &binaries,
+        )),
     ]
 }
 
@@ -493,13 +495,16 @@ fn drift_sections(
 /// written.
 fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[CodexBinary]) -> bool {
     if args.request_diff {
-        print!("{}", codex_parity::request_drift::report(records, binaries));
+        print!(
+            "{}",
+            codex_parity::drift::request_drift::report(records, binaries)
+        );
     }
     let mut blessed = true;
     if args.bless {
-        let dir = codex_parity::golden::default_dir();
-        for line in codex_parity::golden::bless(records, binaries, &dir) {
-            blessed &= !line.starts_with(codex_parity::golden::BLESS_ERROR);
+        let dir = codex_parity::drift::golden::default_dir();
+        for line in codex_parity::drift::golden::bless(records, binaries, &dir) {
+            blessed &= !line.starts_with(codex_parity::drift::golden::BLESS_ERROR);
             println!("{line}");
         }
     }

@@ -5,8 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use codex_parity::app_server::message::RpcError;
 use codex_parity::app_server::{AppServer, AppServerCommand, CallError};
-use codex_parity::message::RpcError;
 use serde_json::json;
 
 /// Writes an executable fake `codex` whose `app-server` runs `body` (bash).

@@ -11,12 +11,12 @@ use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codex_parity::baseline::Baseline;
-use codex_parity::binaries::CodexBinary;
-use codex_parity::capabilities::Capabilities;
-use codex_parity::runner::Target;
-use codex_parity::scenario::{Ctx, Scenario};
-use codex_parity::world::WorldOptions;
+use codex_parity::codex::binaries::CodexBinary;
+use codex_parity::codex::capabilities::Capabilities;
+use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::runner::Target;
+use codex_parity::harness::scenario::{Ctx, Scenario};
+use codex_parity::harness::world::WorldOptions;
 use codex_parity_sidecar::{Scripted, bodies};
 use rustix::process::Signal;
 use support::{Sandbox, text};

@@ -9,16 +9,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codex_parity::baseline::Baseline;
-use codex_parity::binaries;
-use codex_parity::install::{Cache, StderrProgress};
-use codex_parity::runner;
-use codex_parity::scenario::{self, Outcome};
-use codex_parity::scenario::{Ctx, Scenario, ScenarioFn};
+use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
+use codex_parity::codex::binaries;
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::runner;
+use codex_parity::harness::scenario::{self, Outcome};
+use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use codex_parity::harness::sidecar::SidecarLauncher;
+use codex_parity::harness::world::Settings;
 use codex_parity::scenarios::setup;
-use codex_parity::sidecar::SidecarLauncher;
-use codex_parity::turn::{TurnOptions, run_turn, text};
-use codex_parity::world::Settings;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
 

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use codex_parity::codex::versions;
+use codex_parity::harness::scenario::{self, Outcome};
 use codex_parity::report::{self, Column, Entry, Matrix, Row};
-use codex_parity::scenario::{self, Outcome};
-use codex_parity::versions;
 
 /// A few quick scenarios: the point is the reports, the parity suite covers the rest.
 const FILTER: &str = "E16";

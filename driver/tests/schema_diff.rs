@@ -140,18 +140,18 @@ fn a_binary_whose_schema_is_incomplete_exits_two() {
 #[cfg(feature = "codex-parity")]
 #[tokio::test]
 async fn real_schemas_diff_as_documented() {
-    use codex_parity::binaries;
-    use codex_parity::capabilities::Capabilities;
-    use codex_parity::install::{Cache, StderrProgress};
-    use codex_parity::schema::Schema;
-    use codex_parity::schema_diff::diff;
+    use codex_parity::codex::binaries;
+    use codex_parity::codex::capabilities::Capabilities;
+    use codex_parity::codex::install::{Cache, StderrProgress};
+    use codex_parity::codex::schema::Schema;
+    use codex_parity::codex::schema_diff::diff;
 
     let source =
         binaries::choose_sources(&[], std::env::var_os(binaries::CODEX_TEST_BINS)).unwrap();
     let mut bins = binaries::resolve(source, &Cache::from_env().unwrap(), &StderrProgress::new())
         .await
         .unwrap();
-    let key = codex_parity::versions::sort_key;
+    let key = codex_parity::codex::versions::sort_key;
     bins.sort_by_key(|b| key(&b.version));
     bins.dedup_by(|a, b| a.version == b.version);
     let (oldest, newest) = (&bins[0], &bins[bins.len() - 1]);

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use super::{memory_kib, percentile};
-use crate::sidecar::{Sidecar, SidecarLauncher};
+use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 
 /// Requests per round: the script the sidecar holds at once.
 const ROUND: usize = 500;

@@ -11,10 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::binaries::CodexBinary;
-use crate::runner::{self, Target};
-use crate::scenario::{Outcome, Scenario};
-use crate::world::{Settings, World, WorldOptions};
+use crate::codex::binaries::CodexBinary;
+use crate::harness::runner::{self, Target};
+use crate::harness::scenario::{Outcome, Scenario};
+use crate::harness::world::{Settings, World, WorldOptions};
 
 /// The raw samples of each world (`median` summarises them).
 #[derive(Debug, Clone)]

@@ -19,9 +19,9 @@ use serde_json::json;
 
 use super::{memory_kib, percentile};
 use crate::app_server::AppServer;
-use crate::binaries::CodexBinary;
-use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::{Settings, World, WorldOptions};
+use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::codex::binaries::CodexBinary;
+use crate::harness::world::{Settings, World, WorldOptions};
 
 /// Consecutive turns between two checks of the capture.
 pub const BATCH: usize = 50;

@@ -26,8 +26,8 @@ use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{Column, Entry, Matrix, Row};
-use crate::scenario::Outcome;
-use crate::shard::Shard;
+use crate::harness::scenario::Outcome;
+use crate::harness::shard::Shard;
 
 /// The version of the file's shape.
 pub const FORMAT: u32 = 1;

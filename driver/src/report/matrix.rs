@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure};
 
-use crate::binaries::CodexBinary;
-use crate::runner::Record;
-use crate::scenario::{Outcome, Scenario};
-use crate::shard::Shard;
+use crate::codex::binaries::CodexBinary;
+use crate::harness::runner::Record;
+use crate::harness::scenario::{Outcome, Scenario};
+use crate::harness::shard::Shard;
 
 /// A row: one scenario.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -5,8 +5,8 @@
 //! versions or a diff of the requests they build becomes one more [`Section`] appended to
 //! the list handed to [`crate::report::write_dir`]; the renderers need no change.
 
+use crate::harness::scenario::Outcome;
 use crate::report::matrix::{Entry, Matrix};
-use crate::scenario::Outcome;
 
 /// One titled part of the report below the matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
 
 /// The schema drift between consecutive versions: one item per pair, titled with the
 /// counts, holding the whole `schema-diff` text.
-pub fn schema_drift(diffs: &[crate::schema_diff::SchemaDiff]) -> Section {
+pub fn schema_drift(diffs: &[crate::codex::schema_diff::SchemaDiff]) -> Section {
     Section {
         id: "schema-drift".into(),
         title: "Schema drift".into(),
@@ -184,9 +184,9 @@ mod tests {
 
     #[test]
     fn drift_sections_carry_one_item_per_version_pair() {
-        use crate::schema::Schema;
+        use crate::codex::schema::Schema;
         let (a, b) = (Schema::default(), Schema::default());
-        let d = crate::schema_diff::diff("codex-a", &a, "codex-b", &b);
+        let d = crate::codex::schema_diff::diff("codex-a", &a, "codex-b", &b);
         let section = schema_drift(&[d.clone(), d]);
         assert_eq!(section.id, "schema-drift");
         assert_eq!(section.items.len(), 2);

@@ -9,9 +9,9 @@ use std::fmt::Write;
 use std::sync::Mutex;
 
 use super::matrix::Matrix;
+use crate::harness::runner::Record;
+use crate::harness::scenario::Outcome;
 use crate::lock;
-use crate::runner::Record;
-use crate::scenario::Outcome;
 
 /// Counts finished scenarios per binary: `codex-0.171.0 [3/17] pass streaming_deltas (0.6s)`.
 #[derive(Debug)]

@@ -12,11 +12,11 @@ use super::{
     apply_patch_exec_call, call_reply, expect_requests, record_requests, recorded, setup_with,
 };
 use crate::app_server::AppServer;
-use crate::capabilities::Capabilities;
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario, ScenarioFn};
-use crate::turn::{Turn, TurnOptions, run_turn, text};
-use crate::world::WorldOptions;
+use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::world::WorldOptions;
 
 /// The server request that asks to run a command.
 const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";

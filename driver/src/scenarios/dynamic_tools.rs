@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 
 use super::executor::needs_dynamic_tools;
 use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
-use crate::capabilities::Capabilities;
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::png;
-use crate::scenario::{Ctx, Scenario, ScenarioFn};
-use crate::turn::{Turn, TurnOptions, run_turn, text};
-use crate::world::{World, WorldOptions};
+use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::world::{World, WorldOptions};
+use crate::scenarios::support::png;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

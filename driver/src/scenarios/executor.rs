@@ -13,12 +13,12 @@ use super::{
     SAMPLE_USAGE, check_identity_headers, costed_reply, expect_requests, header, record_requests,
     recorded, setup, setup_with,
 };
-use crate::capabilities::Capabilities;
+use crate::app_server::message::RpcError;
+use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::message::RpcError;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::{MOCK_MODEL, WorldOptions};
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{MOCK_MODEL, WorldOptions};
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

@@ -18,9 +18,9 @@ use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
 
 use super::{captured_requests, setup_with};
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{Turn, TurnOptions, start_turn, text, wait_turn};
-use crate::world::{World, WorldOptions};
+use crate::app_server::turn::{Turn, TurnOptions, start_turn, text, wait_turn};
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{World, WorldOptions};
 
 /// The message HTTP 5xx gives (0.161.0 and later spell it with a typographic apostrophe).
 const HIGH_DEMAND: &str =

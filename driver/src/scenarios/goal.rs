@@ -11,12 +11,12 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{exit_cleanly, expect_requests, rpc_error, setup_with};
+use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
-use crate::capabilities::Capabilities;
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario, ScenarioFn};
-use crate::turn::{TurnOptions, run_turn, text};
-use crate::world::{World, WorldOptions};
+use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::world::{World, WorldOptions};
 
 const GOAL_METHODS: [&str; 3] = ["thread/goal/set", "thread/goal/get", "thread/goal/clear"];
 

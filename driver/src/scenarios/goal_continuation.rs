@@ -16,7 +16,7 @@ use super::goal::{
 use super::{costed_reply, expect_requests, requests_arrived};
 use crate::app_server::{AppServer, Inbound};
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario};
+use crate::harness::scenario::{Ctx, Scenario};
 
 /// The usage of every costed reply: 100 input (20 cached) + 7 output = 87 goal tokens.
 const USAGE: Usage = Usage {

@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 
 use super::{exit_cleanly, expect_requests, header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
-use crate::capabilities::Capabilities;
+use crate::app_server::turn::{TURN_TIMEOUT, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::git;
-use crate::rollout::{self, ClonedRollout};
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TURN_TIMEOUT, TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::{World, WorldOptions};
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{World, WorldOptions};
+use crate::scenarios::support::git;
+use crate::scenarios::support::rollout::{self, ClonedRollout};
 
 /// The source turn's answer.
 const ACK: &str = "ACK";

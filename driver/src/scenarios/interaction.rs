@@ -10,10 +10,10 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{expect_requests, requests_arrived, rpc_error, setup};
+use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
-use crate::png;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::scenarios::support::png;
 
 /// How long the mock holds back the answer a turn is interrupted in.
 const INTERRUPT_DELAY_MS: u64 = 5000;

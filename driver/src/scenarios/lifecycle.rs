@@ -9,12 +9,12 @@ use codex_parity_sidecar::{bodies, events};
 use serde_json::{Value, json};
 
 use super::{expect_requests, rpc_error, setup, setup_with};
-use crate::capabilities::Capabilities;
+use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::rollout::rollout_files;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, text};
-use crate::world::WorldOptions;
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::WorldOptions;
+use crate::scenarios::support::rollout::rollout_files;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

@@ -16,6 +16,7 @@ pub mod lifecycle;
 pub mod protocol;
 pub mod reasoning;
 pub mod request_shape;
+pub mod support;
 pub mod threads;
 
 use std::sync::{Arc, Mutex};
@@ -28,11 +29,11 @@ use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events::{self, Usage};
 
+use crate::app_server::message::RpcError;
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
-use crate::message::RpcError;
-use crate::scenario::Ctx;
-use crate::world::{MOCK_API_KEY, World, WorldOptions};
+use crate::harness::scenario::Ctx;
+use crate::harness::world::{MOCK_API_KEY, World, WorldOptions};
 
 /// The model requests captured so far, waiting up to `timeout` for at least `n`.
 pub async fn captured_requests(

@@ -9,11 +9,11 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
 use super::{expect_requests, rpc_error, setup};
+use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, text};
-use crate::world::WorldOptions;
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::WorldOptions;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

@@ -12,9 +12,9 @@ use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::json;
 
 use super::{expect_requests, setup};
+use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, text};
+use crate::harness::scenario::{Ctx, Scenario};
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

@@ -2,7 +2,7 @@
 //! the catalogue states for every version (the headers of `codex-app-server.md` §6 and the
 //! body flags) are asserted here; the whole request, including what differs by version by
 //! design (whether `instructions` is sent, the tools, the input messages), is compared with
-//! the version's golden file ([`crate::golden`]). Variants: `baseInstructions` and
+//! the version's golden file ([`crate::drift::golden`]). Variants: `baseInstructions` and
 //! `developerInstructions` on `thread/start`.
 
 use anyhow::{Context, ensure};
@@ -11,12 +11,12 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{check_identity_headers, expect_requests, header, setup_with};
-use crate::capabilities::Capabilities;
+use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::codex::capabilities::Capabilities;
+use crate::drift::golden;
 use crate::ensure_eq;
-use crate::golden;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, text};
-use crate::world::{MOCK_MODEL, WorldOptions};
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{MOCK_MODEL, WorldOptions};
 
 /// The `baseInstructions` of the variant.
 pub const BASE_INSTRUCTIONS: &str = "You are a mock agent.";

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use super::{SAMPLE_USAGE, costed_reply, expect_requests, header, listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
+use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
-use crate::scenario::{Ctx, Scenario};
-use crate::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
-use crate::world::WorldOptions;
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::WorldOptions;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

@@ -11,10 +11,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codex_parity::runner::Target;
-use codex_parity::scenario::{Outcome, Scenario, run_scenario};
-use codex_parity::sidecar::SidecarLauncher;
-use codex_parity::world::Settings;
+use codex_parity::harness::runner::Target;
+use codex_parity::harness::scenario::{Outcome, Scenario, run_scenario};
+use codex_parity::harness::sidecar::SidecarLauncher;
+use codex_parity::harness::world::Settings;
 use rustix::process::Signal;
 
 /// The `codex-parity` binary under test.

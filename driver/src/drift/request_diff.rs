@@ -1,5 +1,5 @@
 //! A structural diff of two JSON values, made for normalised requests
-//! ([`crate::normalize`]): what was added, removed or changed, with readable paths.
+//! ([`crate::drift::normalize`]): what was added, removed or changed, with readable paths.
 //!
 //! Paths join object keys with `.` (`body.reasoning.summary`,
 //! `headers.x-codex-turn-metadata.window_id`). Array items are matched two ways:

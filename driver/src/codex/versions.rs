@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 /// The embedded contents of `fixtures/codex-versions.json`.
-const VERSIONS_JSON: &str = include_str!("../../fixtures/codex-versions.json");
+const VERSIONS_JSON: &str = include_str!("../../../fixtures/codex-versions.json");
 
 /// Where the version data comes from, for error messages.
 const VERSIONS_FILE: &str = "fixtures/codex-versions.json";

@@ -32,7 +32,7 @@ impl AppServer {
             .await
     }
 
-    /// `turn/start {threadId, input, ...extra}` (see [`crate::turn`] to run a whole turn).
+    /// `turn/start {threadId, input, ...extra}` (see [`crate::app_server::turn`] to run a whole turn).
     pub async fn turn_start(
         &self,
         thread_id: &str,

@@ -1,8 +1,8 @@
 //! The protocol schema a codex binary prints with `codex app-server generate-json-schema`,
 //! read into method lists and one [`TypeDef`] per named type.
 //!
-//! This is the only place that knows the JSON Schema layout: [`crate::capabilities`] and
-//! [`crate::schema_diff`] both work on a [`Schema`].
+//! This is the only place that knows the JSON Schema layout: [`crate::codex::capabilities`] and
+//! [`crate::codex::schema_diff`] both work on a [`Schema`].
 //!
 //! Layout (0.131.0 to 0.171.0): `ClientRequest.json`, `ServerRequest.json`,
 //! `ServerNotification.json` and `ClientNotification.json` are each a `oneOf` of
@@ -18,7 +18,7 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::binaries::CodexBinary;
+use crate::codex::binaries::CodexBinary;
 
 /// The file that holds every type definition, when the binary writes it.
 const BUNDLE: &str = "codex_app_server_protocol.schemas.json";

@@ -1,7 +1,7 @@
 //! Expected-results baselines: what a codex version is known to do differently from the
 //! catalogue (`fixtures/expected/VERSION.json`).
 //!
-//! A scenario reports a version's divergence with [`crate::scenario::Ctx::drift`] and goes
+//! A scenario reports a version's divergence with [`crate::harness::scenario::Ctx::drift`] and goes
 //! on; the after-scenario checks report codex-built requests that break the tool-call
 //! pairing, or that no script answered, the same way. At the end each divergence must match
 //! an entry of the version's baseline (the entry's `contains` text is part of the message),
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::Outcome;
+use crate::harness::scenario::Outcome;
 
 /// The environment variable that points at another baselines directory.
 pub const EXPECTED_DIR_ENV: &str = "CODEX_PARITY_EXPECTED";
@@ -265,7 +265,10 @@ mod tests {
             let path = entry.unwrap().path();
             let version = path.file_stem().unwrap().to_str().unwrap().to_string();
             let b = Baseline::load(&dir, &version).unwrap();
-            let names: Vec<&str> = crate::scenario::registry().iter().map(|s| s.name).collect();
+            let names: Vec<&str> = crate::harness::scenario::registry()
+                .iter()
+                .map(|s| s.name)
+                .collect();
             for e in &b.expected {
                 assert!(
                     names.contains(&e.scenario.as_str()),

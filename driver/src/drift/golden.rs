@@ -1,6 +1,6 @@
 //! Golden requests: the [`normalize`]d model requests a scenario made on a codex version,
 //! kept in `fixtures/golden/VERSION/SCENARIO.json`, so that any drift in what codex sends
-//! the model shows as a structural diff ([`crate::request_diff`]).
+//! the model shows as a structural diff ([`crate::drift::request_diff`]).
 //!
 //! Only scenarios listed in [`SCENARIOS`] have golden files; they check their requests with
 //! [`assert_matches`]:
@@ -26,12 +26,12 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::binaries::CodexBinary;
-use crate::normalize;
-use crate::request_diff::diff_requests;
-use crate::runner::Record;
-use crate::scenario::{Ctx, Outcome};
-use crate::versions;
+use crate::codex::binaries::CodexBinary;
+use crate::codex::versions;
+use crate::drift::normalize;
+use crate::drift::request_diff::diff_requests;
+use crate::harness::runner::Record;
+use crate::harness::scenario::{Ctx, Outcome};
 
 /// The environment variable that points at another golden directory.
 pub const GOLDEN_DIR_ENV: &str = "CODEX_PARITY_GOLDEN";
@@ -305,7 +305,10 @@ mod tests {
 
     #[test]
     fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_has_all() {
-        let names: Vec<&str> = crate::scenario::registry().iter().map(|s| s.name).collect();
+        let names: Vec<&str> = crate::harness::scenario::registry()
+            .iter()
+            .map(|s| s.name)
+            .collect();
         for s in SCENARIOS {
             assert!(names.contains(s), "{s} is not a registered scenario");
         }

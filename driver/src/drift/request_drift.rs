@@ -1,6 +1,6 @@
 //! Request drift across codex versions (`codex-parity run --request-diff`): for each
 //! scenario, what changed in the model requests codex sent, from each version to the next
-//! (oldest first), as [`crate::request_diff`] lines over [`crate::normalize`]d requests.
+//! (oldest first), as [`crate::drift::request_diff`] lines over [`crate::drift::normalize`]d requests.
 //!
 //! Most scenarios share the same drift (the base prompt, the tools, the headers), so within
 //! one pair of versions a change line already printed is not printed again: a request then
@@ -8,12 +8,12 @@
 
 use std::collections::HashSet;
 
-use crate::binaries::CodexBinary;
-use crate::normalize;
-use crate::request_diff::{diff_requests, lines};
-use crate::runner::Record;
-use crate::scenario::Outcome;
-use crate::versions;
+use crate::codex::binaries::CodexBinary;
+use crate::codex::versions;
+use crate::drift::normalize;
+use crate::drift::request_diff::{diff_requests, lines};
+use crate::harness::runner::Record;
+use crate::harness::scenario::Outcome;
 
 /// New change lines printed per request at most; the rest are counted.
 const LINES_PER_REQUEST: usize = 40;

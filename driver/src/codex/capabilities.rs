@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::binaries::CodexBinary;
-use crate::schema::{Schema, TypeDef};
+use crate::codex::binaries::CodexBinary;
+use crate::codex::schema::{Schema, TypeDef};
 
 /// The protocol surface of one codex binary.
 #[derive(Debug, Clone, Default)]
@@ -46,7 +46,7 @@ impl Capabilities {
     }
 
     /// The experimental schema these capabilities were read from (for
-    /// [`crate::schema_diff`]: a binary's schema is generated once, by [`Capabilities::detect`]).
+    /// [`crate::codex::schema_diff`]: a binary's schema is generated once, by [`Capabilities::detect`]).
     pub fn schema(&self) -> Schema {
         Schema {
             client_requests: self.client_methods.clone(),

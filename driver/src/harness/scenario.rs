@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use codex_parity_sidecar::captured::CapturedRequest;
 
-use crate::binaries::CodexBinary;
-use crate::capabilities::Capabilities;
+use crate::codex::binaries::CodexBinary;
+use crate::codex::capabilities::Capabilities;
+use crate::harness::runner::Target;
+use crate::harness::sidecar::SidecarHealth;
+use crate::harness::world::{Settings, World, WorldOptions};
 use crate::lock;
-use crate::runner::Target;
-use crate::sidecar::SidecarHealth;
-use crate::world::{Settings, World, WorldOptions};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -142,7 +142,7 @@ pub struct Ctx {
 pub struct Tally {
     /// Worlds whose after-scenario checks ran.
     pub finished: AtomicUsize,
-    /// Divergences of this codex version (see [`crate::baseline`]).
+    /// Divergences of this codex version (see [`crate::harness::baseline`]).
     pub drift: Mutex<Vec<String>>,
     /// Every request the worlds' sidecars captured, world after world.
     pub requests: Mutex<Vec<CapturedRequest>>,
@@ -201,7 +201,7 @@ impl Ctx {
 
     /// Records that this codex version differs from the catalogue, and goes on. The
     /// scenario fails at the end unless the version's baseline lists the divergence
-    /// (`fixtures/expected/VERSION.json`, see [`crate::baseline`]).
+    /// (`fixtures/expected/VERSION.json`, see [`crate::harness::baseline`]).
     pub fn drift(&self, what: impl Into<String>) {
         self.tally.drift(what.into());
     }

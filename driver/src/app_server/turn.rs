@@ -198,7 +198,7 @@ pub async fn start_turn(
         model: options
             .model
             .clone()
-            .unwrap_or_else(|| crate::world::MOCK_MODEL.to_string()),
+            .unwrap_or_else(|| crate::harness::world::MOCK_MODEL.to_string()),
     })
 }
 
@@ -438,7 +438,7 @@ impl Turn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::app_server::message::Message;
     use std::time::Instant;
 
     fn turn_of(events: Vec<TurnEvent>) -> Turn {

@@ -2,7 +2,7 @@
 //!
 //! Resolution order: `--codex-bin PATH` (repeatable) wins; otherwise the paths in `CODEX_TEST_BINS` (separated like
 //! `PATH`); otherwise the pinned version from `fixtures/codex-versions.json`, installed on demand into the cache (see
-//! [`crate::install`]). Every binary's version is read from `codex --version`, never guessed from its path, and results
+//! [`crate::codex::install`]). Every binary's version is read from `codex --version`, never guessed from its path, and results
 //! name a binary by [`CodexBinary::label`] (`codex-0.171.0`).
 
 use std::ffi::OsString;
@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::install::{self, Cache, Progress};
-use crate::versions;
+use crate::codex::install::{self, Cache, Progress};
+use crate::codex::versions;
 
 /// Name of the environment variable listing Codex binaries, separated like `PATH`.
 pub const CODEX_TEST_BINS: &str = "CODEX_TEST_BINS";

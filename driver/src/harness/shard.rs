@@ -124,7 +124,7 @@ mod tests {
 
     fn cells() -> Vec<(&'static str, String)> {
         let labels = ["codex-0.131.0", "codex-0.161.0", "codex-0.171.0"];
-        crate::scenario::registry()
+        crate::harness::scenario::registry()
             .iter()
             .flat_map(|s| labels.iter().map(move |l| (s.name, l.to_string())))
             .collect()

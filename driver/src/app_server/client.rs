@@ -19,9 +19,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::child::{StderrTail, wait_or_kill};
+use crate::app_server::child::{StderrTail, wait_or_kill};
+use crate::app_server::message::{Message, RequestId, RpcError};
 use crate::lock;
-use crate::message::{Message, RequestId, RpcError};
 
 /// How many lines of codex's stderr are kept for error messages.
 const STDERR_TAIL_LINES: usize = 40;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::schema::{Field, Schema, TypeDef};
+use crate::codex::schema::{Field, Schema, TypeDef};
 
 /// The envelope types whose variants are the methods; their changes are the method lists.
 const ENVELOPES: [&str; 4] = [

@@ -12,13 +12,13 @@ use tokio::task::JoinSet;
 
 use codex_parity_sidecar::captured::CapturedRequest;
 
-use crate::baseline::Baseline;
-use crate::binaries::CodexBinary;
-use crate::capabilities::Capabilities;
+use crate::codex::binaries::CodexBinary;
+use crate::codex::capabilities::Capabilities;
+use crate::harness::baseline::Baseline;
+use crate::harness::scenario::{Outcome, Scenario, run_scenario};
+use crate::harness::shard::Shard;
+use crate::harness::world::Settings;
 use crate::lock;
-use crate::scenario::{Outcome, Scenario, run_scenario};
-use crate::shard::Shard;
-use crate::world::Settings;
 
 /// A binary with its capabilities.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ pub struct Finished {
     pub not_started: usize,
 }
 
-/// [`run_all`] for the runs of one shard only (see [`crate::shard`]), stopping when `stop`
+/// [`run_all`] for the runs of one shard only (see [`crate::harness::shard`]), stopping when `stop`
 /// resolves: every running scenario is then cancelled and has ended (its worlds dropped:
 /// codex and sidecar killed, directories removed) before this returns.
 pub async fn run_shard_until(

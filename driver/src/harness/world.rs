@@ -15,10 +15,10 @@ use anyhow::{Context, bail};
 use codex_parity_sidecar::Scripted;
 
 use crate::app_server::{AppServer, AppServerCommand};
-use crate::binaries::CodexBinary;
-use crate::proxy::RecordingProxy;
-use crate::scenario::Tally;
-use crate::sidecar::{Sidecar, SidecarLauncher};
+use crate::codex::binaries::CodexBinary;
+use crate::harness::proxy::RecordingProxy;
+use crate::harness::scenario::Tally;
+use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 
 /// The API key codex sends to the mock (`authorization: Bearer ...`).
 pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
@@ -73,7 +73,7 @@ pub struct Settings {
     /// Keep the temporary directories (and say where they are).
     pub keep: bool,
     /// `--bless`: golden-request checks are skipped, the run rewrites the golden files
-    /// (see [`crate::golden`]).
+    /// (see [`crate::drift::golden`]).
     pub bless: bool,
 }
 

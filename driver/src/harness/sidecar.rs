@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, oneshot, watch};
 
-use crate::child::{StderrTail, wait_or_kill};
+use crate::app_server::child::{StderrTail, wait_or_kill};
 
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,7 +75,7 @@ pub struct Sidecar {
 }
 
 /// Whether a sidecar is alive, how it ended, and whether that was asked for. Shared with
-/// whoever wants to explain a failure (the scenario's [`crate::scenario::Tally`]).
+/// whoever wants to explain a failure (the scenario's [`crate::harness::scenario::Tally`]).
 #[derive(Debug)]
 pub struct SidecarHealth {
     pid: Option<u32>,

@@ -24,9 +24,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
-use crate::binaries::{self, CodexBinary};
+use crate::codex::binaries::{self, CodexBinary};
+use crate::codex::versions;
 use crate::lock;
-use crate::versions;
 
 /// The npm package that carries the Codex CLI.
 pub const NPM_PACKAGE: &str = "@openai/codex";

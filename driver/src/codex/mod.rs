@@ -1,0 +1,10 @@
+//! The codex layer: a codex binary (probe and version), where it comes from (resolution,
+//! npm install, the cache), what it supports (its protocol schema and the capabilities read
+//! from it) and how two binaries differ (schema diff). Knows nothing of scenarios.
+
+pub mod binaries;
+pub mod capabilities;
+pub mod install;
+pub mod schema;
+pub mod schema_diff;
+pub mod versions;
