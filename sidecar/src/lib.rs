@@ -1,10 +1,11 @@
 //! `codex-parity-sidecar`: a mock OpenAI Responses API on loopback, steered over JSONL.
 //!
-//! The library holds the wire format (event builders in [`events`], standard bodies in
-//! [`bodies`], SSE framing in [`sse`]), scripted responses ([`script`]), the mock itself
-//! ([`server`] with its script queue and capture, [`decode`], [`pairing`]), the JSONL
-//! protocol ([`protocol`]), the captured-request view for assertions ([`captured`]) and the
-//! binary's main loop ([`cli`]).
+//! Three layers, each using only the ones before it: [`wire`], the Responses wire format
+//! (event builders in [`events`], standard bodies in [`bodies`], SSE framing in [`sse`]);
+//! [`mock`], the mock itself (scripted responses in [`script`], the [`server`] with its
+//! queue and capture, [`decode`], [`pairing`], the [`captured`] view for assertions); and
+//! [`control`], steering it from another process (the JSONL [`protocol`] and the binary's
+//! main loop in [`cli`]). The modules are re-exported at the root under their own names.
 //!
 //! ```
 //! use codex_parity_sidecar::{bodies, sse, Scripted};
@@ -14,21 +15,16 @@
 //! assert!(line.is_array());
 //! ```
 
-pub mod bodies;
-mod capture;
-pub mod captured;
-pub mod cli;
-pub mod decode;
-pub mod events;
-pub mod pairing;
-pub mod protocol;
-mod queue;
-pub mod script;
-pub mod server;
-pub mod sse;
+pub mod control;
+pub mod mock;
+pub mod wire;
 
-pub use capture::SELECTED_HEADERS;
-pub use captured::{CapturedRequest, Outcome};
-pub use events::{Phase, Usage};
-pub use script::{ScriptError, Scripted, ScriptedReply, When};
-pub use sse::SseError;
+pub use control::{cli, protocol};
+pub use mock::{captured, decode, pairing, script, server};
+pub use wire::{bodies, events, sse};
+
+pub use mock::capture::SELECTED_HEADERS;
+pub use mock::captured::{CapturedRequest, Outcome};
+pub use mock::script::{ScriptError, Scripted, ScriptedReply, When};
+pub use wire::events::{Phase, Usage};
+pub use wire::sse::SseError;

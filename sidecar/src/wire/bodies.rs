@@ -1,5 +1,5 @@
 //! Standard response bodies (`responses-wire-format.md` §4): whole event lists for the
-//! common turns, ready to pass to [`crate::Scripted::sse`] or [`crate::sse::frame`].
+//! common turns, ready to pass to [`crate::Scripted::sse`] or [`crate::wire::sse::frame`].
 //!
 //! ```
 //! use codex_parity_sidecar::{bodies, Scripted};
@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::events;
+use crate::wire::events;
 
 /// An empty response: `created(id)`, `completed(id)`.
 pub fn empty_response(id: &str) -> Vec<Value> {
@@ -65,7 +65,7 @@ pub fn failed_reply(resp_id: &str, code: &str, message: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::*;
+    use crate::wire::events::*;
 
     #[test]
     fn standard_bodies_list_the_doc_events() {

@@ -80,7 +80,7 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events;
+    use crate::wire::events;
     use serde_json::json;
 
     #[test]

@@ -22,11 +22,11 @@ use tokio::sync::Notify;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::capture::{Capture, decoded_body, is_model_request, merge_headers};
-use crate::captured::Outcome;
-use crate::protocol::{Status, push_id};
-use crate::queue::Queue;
-use crate::script::{ScriptError, Scripted};
+use crate::control::protocol::{Status, push_id};
+use crate::mock::capture::{Capture, decoded_body, is_model_request, merge_headers};
+use crate::mock::captured::Outcome;
+use crate::mock::queue::Queue;
+use crate::mock::script::{ScriptError, Scripted};
 
 /// Which captured requests a query wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

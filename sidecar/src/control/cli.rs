@@ -17,9 +17,9 @@ use clap::Parser;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command};
-use crate::script::{self, Scripted};
-use crate::server::{RequestFilter, Server};
+use crate::control::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command};
+use crate::mock::script::{self, Scripted};
+use crate::mock::server::{RequestFilter, Server};
 
 /// Exit status when the configuration is unusable (before any ready line).
 pub const EXIT_BAD_CONFIG: i32 = 2;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 use wiremock::http::{HeaderName, HeaderValue};
 
-use crate::sse;
+use crate::wire::sse;
 
 /// A scripted response that cannot be used, with what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::captured::{CapturedRequest, Outcome};
+use crate::mock::captured::{CapturedRequest, Outcome};
 use crate::{decode, pairing};
 
 /// The nine headers that `R.headers` carries when the request had them.

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use wiremock::ResponseTemplate;
 
-use crate::script::{ScriptError, Scripted, ScriptedReply, When};
-use crate::sse;
+use crate::mock::script::{ScriptError, Scripted, ScriptedReply, When};
+use crate::wire::sse;
 
 struct Entry {
     /// 0-based position in the order responses were scripted.
@@ -163,7 +163,7 @@ fn summary_of(scripted: &Scripted) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bodies;
+    use crate::wire::bodies;
 
     fn queue(items: &[Scripted]) -> Queue {
         let mut q = Queue::default();

@@ -115,7 +115,7 @@ pub enum CapturedError {
 impl CapturedRequest {
     /// Whether this is a model request (`POST` on a path ending in `/responses`).
     pub fn is_model_request(&self) -> bool {
-        crate::capture::is_model_request(&self.method, &self.path)
+        crate::mock::capture::is_model_request(&self.method, &self.path)
     }
 
     /// The body as JSON; an error if it was not JSON.
@@ -142,7 +142,10 @@ impl CapturedRequest {
     /// Whether the body contains `text`, as is or after JSON string escaping (so quotes and
     /// newlines inside JSON strings match).
     pub fn body_contains_text(&self, text: &str) -> bool {
-        crate::script::contains_raw_or_escaped(&String::from_utf8_lossy(&self.body_bytes()), text)
+        crate::mock::script::contains_raw_or_escaped(
+            &String::from_utf8_lossy(&self.body_bytes()),
+            text,
+        )
     }
 
     /// The URL path.

@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::captured::CapturedRequest;
-use crate::script::{self, ScriptError, Scripted, kind_of};
+use crate::mock::captured::CapturedRequest;
+use crate::mock::script::{self, ScriptError, Scripted, kind_of};
 
 /// The protocol version announced in the ready line.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -299,7 +299,7 @@ fn with_id(mut value: Value, id: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bodies;
+    use crate::wire::bodies;
 
     fn error_of(line: &str) -> String {
         parse_command(line).1.unwrap_err().to_string()
