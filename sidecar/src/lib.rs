@@ -27,7 +27,8 @@
 //!     let mut response = String::new();
 //!     stream.read_to_string(&mut response)?;
 //!     assert!(response.starts_with("HTTP/1.1 200"));
-//!     assert!(response.contains("event: response.output_text.delta"));
+//!     assert!(response.contains("event: response.completed"));
+//!     assert!(response.contains("Hello!"));
 //!
 //!     let requests = server.received_requests();
 //!     assert_eq!(requests.len(), 1);

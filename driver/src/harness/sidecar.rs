@@ -236,7 +236,12 @@ impl Sidecar {
         timeout: Duration,
     ) -> anyhow::Result<Vec<CapturedRequest>> {
         let filter = RequestFilter::default();
-        let result = self.client.lock().await.wait_for(filter, min, timeout).await;
+        let result = self
+            .client
+            .lock()
+            .await
+            .wait_for(filter, min, timeout)
+            .await;
         self.explained(result).await
     }
 

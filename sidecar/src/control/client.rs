@@ -127,10 +127,7 @@ fn detail(reason: &Option<String>) -> String {
 impl ClientError {
     /// Whether the process's pipes closed (its owner should say how the process ended).
     pub fn is_closed(&self) -> bool {
-        matches!(
-            self,
-            ClientError::Closed { .. } | ClientError::Send { .. }
-        )
+        matches!(self, ClientError::Closed { .. } | ClientError::Send { .. })
     }
 
     /// The `op` of the command that failed (`ready` for the ready line).
@@ -522,8 +519,7 @@ mod tests {
             fake
         });
         // The first call is abandoned before its reply, as a caller's timeout would.
-        let abandoned =
-            tokio::time::timeout(Duration::from_millis(50), client.status()).await;
+        let abandoned = tokio::time::timeout(Duration::from_millis(50), client.status()).await;
         assert!(abandoned.is_err());
         let pending = client
             .enqueue(&[Scripted::sse(crate::wire::bodies::empty_response("r"))])

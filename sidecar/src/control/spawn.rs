@@ -190,5 +190,7 @@ async fn keep_stderr(mut pipe: ChildStderr, into: Arc<Mutex<Vec<u8>>>) {
 }
 
 fn lock(buffer: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
-    buffer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    buffer
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
