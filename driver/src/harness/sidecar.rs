@@ -1,8 +1,9 @@
 //! The driver's side of the sidecar: spawns a sidecar process and steers it with the
 //! sidecar crate's typed [`Client`] of the JSONL protocol of `sidecar-protocol.md` (enqueue,
-//! requests, status, reset, shutdown). The process is killed when this handle is dropped. A sidecar that dies before
-//! it is told to shut down is reported as such, with its exit status and the tail of its
-//! stderr: by [`Sidecar::command`] and by [`Sidecar::death`].
+//! requests, status, reset, shutdown). The process is killed when this handle is dropped.
+//! A sidecar that dies before it is told to shut down is reported as such, with its exit
+//! status and the tail of its stderr: by the error of the command that got no answer and by
+//! [`SidecarHealth::death`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;

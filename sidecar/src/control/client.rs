@@ -59,7 +59,7 @@ pub struct ShutdownReply {
 }
 
 /// Why a command got no usable reply. Every variant names what was sent (`op`, and the line
-/// as far as [`QUOTE_CHARS`] go) and, where one came, the line that came back.
+/// as far as its first 300 characters) and, where one came, the line that came back.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Writing the command failed (the process's stdin is closed).
