@@ -2,14 +2,13 @@
 //! 8 concurrent keep-alive clients (capture on), and peak RSS. Run with
 //! `cargo bench -p codex-parity-sidecar` (release profile); prints one line per measure.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use codex_parity_sidecar::{Scripted, bodies};
+use codex_parity_sidecar::{RequestFilter, Scripted, SidecarProcess, bodies};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
+use tokio::runtime::Runtime;
 
 const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 const SPAWNS: usize = 41;
@@ -20,63 +19,30 @@ const ROUND: usize = 500;
 /// Total requests per run.
 const TOTAL: usize = 20_000;
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
+/// Spawns the sidecar (`--lenient`) and reads its ready line; the time that took.
+fn spawn(runtime: &Runtime) -> (SidecarProcess, Duration) {
+    let started = Instant::now();
+    let sidecar = runtime
+        .block_on(SidecarProcess::spawn(BIN, ["--lenient"]))
+        .expect("spawn the sidecar");
+    (sidecar, started.elapsed())
 }
 
-impl Sidecar {
-    fn spawn() -> (Sidecar, Value, Duration) {
-        let started = Instant::now();
-        let mut child = Command::new(BIN)
-            .arg("--lenient")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the sidecar");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut sidecar = Sidecar {
-            child,
-            stdin,
-            stdout,
-        };
-        let ready = sidecar.read();
-        let elapsed = started.elapsed();
-        assert_eq!(ready["type"], "ready");
-        (sidecar, ready, elapsed)
-    }
+/// The peak resident memory of process `pid`, KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
 
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read stdout");
-        serde_json::from_str(&line).expect("a JSON line")
-    }
-
-    fn call(&mut self, command: &Value) -> Value {
-        let mut line = command.to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).expect("write stdin");
-        self.stdin.flush().expect("flush stdin");
-        self.read()
-    }
-
-    fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("read /proc/PID/status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM")
-    }
-
-    fn shutdown(mut self) {
-        self.call(&json!({"op": "shutdown"}));
-        let _ = self.child.wait();
-    }
+fn shutdown(runtime: &Runtime, sidecar: SidecarProcess) {
+    runtime
+        .block_on(sidecar.shutdown())
+        .expect("the sidecar shuts down");
 }
 
 fn median(mut values: Vec<Duration>) -> Duration {
@@ -149,11 +115,15 @@ fn main() {
         (SPAWNS, TOTAL.div_ceil(round), round)
     };
 
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let mut ready_times = Vec::new();
     for _ in 0..spawns {
-        let (sidecar, _, elapsed) = Sidecar::spawn();
+        let (sidecar, elapsed) = spawn(&runtime);
         ready_times.push(elapsed);
-        sidecar.shutdown();
+        shutdown(&runtime, sidecar);
     }
     let fastest = *ready_times.iter().min().expect("some spawns");
     println!(
@@ -162,32 +132,26 @@ fn main() {
         fastest.as_secs_f64() * 1e3
     );
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (mut sidecar, ready, _) = Sidecar::spawn();
-    let authority = ready["server_url"]
-        .as_str()
-        .and_then(|u| u.strip_prefix("http://"))
+    let (mut sidecar, _) = spawn(&runtime);
+    let authority = sidecar
+        .server_url()
+        .strip_prefix("http://")
         .expect("server_url")
         .to_string();
-    let script: Vec<Value> = (0..round)
+    let script: Vec<Scripted> = (0..round)
         .map(|i| {
             Scripted::sse(bodies::assistant_reply(
                 &format!("resp-{i}"),
                 "Sure, here is a short answer.",
             ))
-            .to_json()
         })
         .collect();
-    let enqueue = json!({"op": "enqueue", "responses": script});
     let body = request_body(1);
     let mut http_time = Duration::ZERO;
     let mut served = 0;
     for _ in 0..rounds {
-        let reply = sidecar.call(&enqueue);
-        assert_eq!(reply["pending"], round, "{reply}");
+        let pending = runtime.block_on(sidecar.enqueue(&script)).expect("enqueue");
+        assert_eq!(pending, round);
         let started = Instant::now();
         served += runtime.block_on(async {
             let tasks: Vec<_> = (0..CLIENTS)
@@ -203,12 +167,17 @@ fn main() {
             ok
         });
         http_time += started.elapsed();
-        let status = sidecar.call(&json!({"op": "status"}));
-        assert_eq!(status["captured"], round, "capture is on: {status}");
-        // Reading the capture back is part of the job; then start the next round afresh.
-        let requests = sidecar.call(&json!({"op": "requests"}));
-        assert_eq!(requests["requests"].as_array().map(Vec::len), Some(round));
-        sidecar.call(&json!({"op": "reset"}));
+        runtime.block_on(async {
+            let status = sidecar.status().await.expect("status");
+            assert_eq!(status.captured, round, "capture is on: {status:?}");
+            // Reading the capture back is part of the job; then start the next round afresh.
+            let requests = sidecar
+                .requests(RequestFilter::default())
+                .await
+                .expect("requests");
+            assert_eq!(requests.len(), round);
+            sidecar.reset().await.expect("reset");
+        });
     }
     assert_eq!(served, rounds * round, "every request got its SSE body");
     println!(
@@ -217,7 +186,7 @@ fn main() {
     );
     println!(
         "peak RSS (VmHWM): {:.1} MiB",
-        sidecar.peak_rss_kib() as f64 / 1024.0
+        peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
     );
-    sidecar.shutdown();
+    shutdown(&runtime, sidecar);
 }

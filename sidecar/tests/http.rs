@@ -5,9 +5,21 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use codex_parity_sidecar::{CapturedRequest, Scripted, bodies, events, sse};
-use common::{Sidecar, config_file, http, post_json};
+use codex_parity_sidecar::protocol::Status;
+use codex_parity_sidecar::{Outcome, RequestFilter, Scripted, ShutdownReply, bodies, events, sse};
+use common::{config_file, http, post_json, scripts};
 use serde_json::{Value, json};
+
+/// Model requests only.
+const MODEL: RequestFilter = RequestFilter {
+    since: 0,
+    all: false,
+};
+/// Every request.
+const ALL: RequestFilter = RequestFilter {
+    since: 0,
+    all: true,
+};
 
 /// The events of the protocol doc's example; `sse`'s unit tests check their exact bytes.
 fn doc_events() -> Vec<Value> {
@@ -21,8 +33,8 @@ fn doc_events() -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_response_is_served_as_the_exact_sse_bytes() {
     let config = config_file(&json!({"responses": [doc_events()]}).to_string());
-    let sidecar = Sidecar::spawn(&["--config", config.path().to_str().unwrap()]);
-    let response = post_json(&sidecar.base_url(), &json!({"input": []})).await;
+    let sidecar = common::spawn(&["--config", config.path().to_str().unwrap()]).await;
+    let response = post_json(sidecar.base_url(), &json!({"input": []})).await;
     let body = sse::frame(&doc_events()).unwrap();
     assert_eq!(response.status, 200);
     assert_eq!(response.header("content-type"), Some("text/event-stream"));
@@ -31,18 +43,18 @@ async fn config_response_is_served_as_the_exact_sse_bytes() {
         response.header("content-length"),
         Some(body.len().to_string().as_str())
     );
-    let (reply, status, _) = sidecar.shutdown();
-    assert_eq!(
-        reply,
-        json!({"type": "shutdown", "pending": 0, "unscripted": 0})
-    );
-    assert_eq!(status.code(), Some(0));
+    let ended = sidecar.shutdown().await.unwrap();
+    assert_eq!(ended.reply, ShutdownReply::default());
+    assert_eq!(ended.exit.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_records_every_field() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([bodies::empty_response("r")]));
+    let mut sidecar = common::start().await;
+    sidecar
+        .enqueue(&[Scripted::sse(bodies::empty_response("r"))])
+        .await
+        .unwrap();
     let body = json!({"model": "m", "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]});
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -66,31 +78,34 @@ async fn capture_records_every_field() {
     )
     .await;
     assert_eq!(response.status, 200);
-    let requests = sidecar.requests(json!({"min": 1, "timeout_ms": 2000}));
+    let requests = sidecar
+        .wait_for(MODEL, 1, Duration::from_secs(2))
+        .await
+        .unwrap();
     assert_eq!(requests.len(), 1);
     let r = &requests[0];
-    assert_eq!(r["index"], 0);
-    assert_eq!(r["method"], "POST");
-    assert_eq!(r["path"], "/api/codex/responses");
-    assert_eq!(r["query"], "a=1&b=x%20y");
-    assert_eq!(r["body"], body);
-    assert_eq!(r["outcome"], "scripted");
-    assert_eq!(r["pairing_violations"], json!([]));
-    let received = r["received_at_ms"].as_u64().unwrap();
+    assert_eq!(r.index, 0);
+    assert_eq!(r.method, "POST");
+    assert_eq!(r.path, "/api/codex/responses");
+    assert_eq!(r.query.as_deref(), Some("a=1&b=x%20y"));
+    assert_eq!(r.body, body);
+    assert_eq!(r.outcome, Outcome::Scripted);
+    assert!(r.pairing_violations.is_empty());
+    let received = r.received_at_ms;
     assert!(received >= before && received < before + 10_000);
-    let headers = r["headers"].as_object().unwrap();
+    let headers = &r.headers;
     assert_eq!(headers.len(), 8, "{headers:?}");
     assert_eq!(headers["authorization"], "Bearer k");
     assert_eq!(headers["chatgpt-account-id"], "acct");
     assert_eq!(headers["x-openai-subagent"], "review");
     assert!(!headers.contains_key("x-extra"));
-    assert_eq!(r["all_headers"]["x-extra"], "e1");
+    assert_eq!(r.all_headers["x-extra"], "e1");
     assert_eq!(
-        r["all_headers"]["content-length"],
+        r.all_headers["content-length"],
         body.to_string().len().to_string()
     );
 
-    let typed: CapturedRequest = serde_json::from_value(r.clone()).unwrap();
+    let typed = r;
     assert_eq!(typed.query_param("b").as_deref(), Some("x y"));
     assert_eq!(typed.last_user_text().as_deref(), Some("hi"));
     assert_eq!(typed.turn_metadata().unwrap(), json!({"turn_id": "t1"}));
@@ -105,11 +120,14 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zstd_and_gzip_bodies_are_decoded_and_bad_ones_reported() {
-    let mut sidecar = Sidecar::start();
+    let mut sidecar = common::start().await;
     let body = json!({"input": [], "note": "compressed"});
     let plain = body.to_string().into_bytes();
     let url = format!("{}/responses", sidecar.base_url());
-    sidecar.enqueue(json!([[], [], [], []]));
+    sidecar
+        .enqueue(&scripts(json!([[], [], [], []])))
+        .await
+        .unwrap();
     let zstd = zstd::stream::encode_all(plain.as_slice(), 3).unwrap();
     for (encoding, bytes) in [
         ("zstd", zstd.clone()),
@@ -132,41 +150,38 @@ async fn zstd_and_gzip_bodies_are_decoded_and_bad_ones_reported() {
         .await;
         assert_eq!(response.status, 200);
     }
-    let requests = sidecar.requests(json!({}));
+    let requests = sidecar.requests(MODEL).await.unwrap();
     assert_eq!(requests.len(), 4);
     for r in &requests[..3] {
-        assert_eq!(r["body"], body, "{r}");
-        assert!(r.get("decode_error").is_none());
+        assert_eq!(r.body, body, "{r:?}");
+        assert!(r.decode_error.is_none());
     }
-    assert_eq!(requests[0]["headers"]["content-encoding"], "zstd");
-    assert_eq!(requests[3]["body"], Value::Null);
+    assert_eq!(requests[0].headers["content-encoding"], "zstd");
+    assert_eq!(requests[3].body, Value::Null);
     assert!(
-        requests[3]["decode_error"]
-            .as_str()
+        requests[3]
+            .decode_error
+            .as_deref()
             .unwrap()
             .contains("zstd")
     );
-    assert_eq!(requests[3]["body_text"], "not zstd at all");
+    assert_eq!(requests[3].body_text.as_deref(), Some("not zstd at all"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequential_requests_get_responses_in_script_order() {
-    let mut sidecar = Sidecar::start();
-    let script: Vec<Value> = (0..5)
+    let mut sidecar = common::start().await;
+    let script: Vec<Scripted> = (0..5)
         .map(|i| {
             Scripted::sse(bodies::assistant_reply(
                 &format!("resp-{i}"),
                 &format!("answer {i}"),
             ))
-            .to_json()
         })
         .collect();
-    assert_eq!(
-        sidecar.enqueue(json!(script)),
-        json!({"type": "enqueued", "pending": 5})
-    );
+    assert_eq!(sidecar.enqueue(&script).await.unwrap(), 5);
     for i in 0..5 {
-        let response = post_json(&sidecar.base_url(), &json!({"input": [], "n": i})).await;
+        let response = post_json(sidecar.base_url(), &json!({"input": [], "n": i})).await;
         let expected = sse::frame(&bodies::assistant_reply(
             &format!("resp-{i}"),
             &format!("answer {i}"),
@@ -174,35 +189,33 @@ async fn sequential_requests_get_responses_in_script_order() {
         .unwrap();
         assert_eq!(response.text(), expected);
     }
-    let requests = sidecar.requests(json!({}));
-    let order: Vec<&Value> = requests.iter().map(|r| &r["body"]["n"]).collect();
+    let requests = sidecar.requests(MODEL).await.unwrap();
+    let order: Vec<&Value> = requests.iter().map(|r| &r.body["n"]).collect();
     assert_eq!(order, [0, 1, 2, 3, 4]);
-    let (_, status, _) = sidecar.shutdown();
-    assert_eq!(status.code(), Some(0));
+    let ended = sidecar.shutdown().await.unwrap();
+    assert_eq!(ended.exit.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_routing_serves_concurrent_threads_independently() {
-    let mut sidecar = Sidecar::start();
+    let mut sidecar = common::start().await;
     // Generic responses first, then specific ones: specific must still win.
-    let mut script = vec![Scripted::sse(bodies::assistant_reply("generic", "g")).to_json()];
+    let mut script = vec![Scripted::sse(bodies::assistant_reply("generic", "g"))];
     for t in 0..8 {
         script.push(
             Scripted::sse(bodies::assistant_reply(
                 &format!("thread-{t}"),
                 &format!("for {t}"),
             ))
-            .when_body_contains(&format!("FORKWORD_{t}\""))
-            .to_json(),
+            .when_body_contains(&format!("FORKWORD_{t}\"")),
         );
         script.push(
             Scripted::sse(bodies::assistant_reply(&format!("window-{t}"), "w"))
-                .when_header("x-codex-window-id", &format!("win-{t}"))
-                .to_json(),
+                .when_header("x-codex-window-id", &format!("win-{t}")),
         );
     }
-    sidecar.enqueue(json!(script));
-    let base = sidecar.base_url();
+    sidecar.enqueue(&script).await.unwrap();
+    let base = sidecar.base_url().to_string();
     let mut tasks = Vec::new();
     for t in (0..8).rev() {
         let base = base.clone();
@@ -235,26 +248,23 @@ async fn when_routing_serves_concurrent_threads_independently() {
     // The generic response is left for a request that fits nothing specific.
     let leftover = post_json(&base, &json!({"input": []})).await;
     assert!(leftover.text().contains("\"id\":\"generic\""));
-    let requests = sidecar.requests(json!({}));
+    let requests = sidecar.requests(MODEL).await.unwrap();
     assert_eq!(requests.len(), 17);
-    let indexes: Vec<u64> = requests
-        .iter()
-        .map(|r| r["index"].as_u64().unwrap())
-        .collect();
+    let indexes: Vec<u64> = requests.iter().map(|r| r.index).collect();
     assert_eq!(indexes, (0..17).collect::<Vec<u64>>());
-    let (reply, status, _) = sidecar.shutdown();
-    assert_eq!(reply["pending"], 0);
-    assert_eq!(status.code(), Some(0));
+    let ended = sidecar.shutdown().await.unwrap();
+    assert_eq!(ended.reply.pending, 0);
+    assert_eq!(ended.exit.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_each_take_one_response() {
-    let mut sidecar = Sidecar::start();
-    let script: Vec<Value> = (0..40)
-        .map(|i| json!(bodies::empty_response(&format!("r{i}"))))
+    let mut sidecar = common::start().await;
+    let script: Vec<Scripted> = (0..40)
+        .map(|i| Scripted::sse(bodies::empty_response(&format!("r{i}"))))
         .collect();
-    sidecar.enqueue(json!(script));
-    let base = sidecar.base_url();
+    sidecar.enqueue(&script).await.unwrap();
+    let base = sidecar.base_url().to_string();
     let tasks: Vec<_> = (0..40)
         .map(|_| {
             let base = base.clone();
@@ -273,24 +283,28 @@ async fn concurrent_requests_each_take_one_response() {
     let mut expected: Vec<String> = (0..40).map(|i| format!("r{i}")).collect();
     expected.sort();
     assert_eq!(ids, expected, "every response served exactly once");
-    let status = sidecar.call(json!({"op": "status"}));
     assert_eq!(
-        status,
-        json!({"type": "status", "pending": 0, "served": 40, "unscripted": 0, "captured": 40})
+        sidecar.status().await.unwrap(),
+        Status {
+            pending: 0,
+            served: 40,
+            unscripted: 0,
+            captured: 40
+        }
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_errors_delays_and_raw_bodies() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([
+    let mut sidecar = common::start().await;
+    sidecar.enqueue(&scripts(json!([
         {"status": 429, "body": {"error": {"message": "slow down", "type": "rate_limit"}}, "headers": {"retry-after": "1"}},
         {"status": 503, "body": "plain failure"},
         {"events": bodies::empty_response("late"), "delay_ms": 300, "headers": {"x-mock": "yes"}},
         {"raw": "event: response.created\ndata: {\"type\":", "content_type": "text/event-stream"},
         {"status": 500, "delay_ms": 200}
-    ]));
-    let base = sidecar.base_url();
+    ]))).await.unwrap();
+    let base = sidecar.base_url().to_string();
     let limited = post_json(&base, &json!({})).await;
     assert_eq!(limited.status, 429);
     assert_eq!(limited.header("retry-after"), Some("1"));
@@ -327,15 +341,17 @@ async fn http_errors_delays_and_raw_bodies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delayed_response_does_not_block_others() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([
-        Scripted::sse(bodies::empty_response("slow"))
-            .delay_ms(1500)
-            .when_body_contains("SLOW")
-            .to_json(),
-        bodies::empty_response("fast")
-    ]));
-    let base = sidecar.base_url();
+    let mut sidecar = common::start().await;
+    sidecar
+        .enqueue(&[
+            Scripted::sse(bodies::empty_response("slow"))
+                .delay_ms(1500)
+                .when_body_contains("SLOW"),
+            Scripted::sse(bodies::empty_response("fast")),
+        ])
+        .await
+        .unwrap();
+    let base = sidecar.base_url().to_string();
     let slow = tokio::spawn({
         let base = base.clone();
         async move { post_json(&base, &json!({"input": [], "x": "SLOW"})).await }
@@ -350,9 +366,12 @@ async fn a_delayed_response_does_not_block_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unscripted_requests_get_a_500_naming_them_and_are_captured() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([bodies::empty_response("only")]));
-    let base = sidecar.base_url();
+    let mut sidecar = common::start().await;
+    sidecar
+        .enqueue(&[Scripted::sse(bodies::empty_response("only"))])
+        .await
+        .unwrap();
+    let base = sidecar.base_url().to_string();
     assert_eq!(post_json(&base, &json!({"input": []})).await.status, 200);
     let second = post_json(&base, &json!({"input": [], "turn": 2})).await;
     assert_eq!(second.status, 500);
@@ -382,23 +401,27 @@ async fn unscripted_requests_get_a_500_naming_them_and_are_captured() {
             .contains("DELETE /v1/files/x")
     );
 
-    let model_requests = sidecar.requests(json!({}));
+    let model_requests = sidecar.requests(MODEL).await.unwrap();
     assert_eq!(model_requests.len(), 2);
-    assert_eq!(model_requests[1]["outcome"], "unscripted");
-    assert_eq!(model_requests[1]["body"]["turn"], 2);
-    let all = sidecar.requests(json!({"all": true}));
+    assert_eq!(model_requests[1].outcome, Outcome::Unscripted);
+    assert_eq!(model_requests[1].body["turn"], 2);
+    let all = sidecar.requests(ALL).await.unwrap();
     assert_eq!(all.len(), 3);
     assert_eq!(
-        (all[2]["method"].as_str(), all[2]["outcome"].as_str()),
-        (Some("DELETE"), Some("unscripted"))
+        (all[2].method.as_str(), all[2].outcome),
+        ("DELETE", Outcome::Unscripted)
     );
 
-    let (reply, status, stderr) = sidecar.shutdown();
+    let ended = sidecar.shutdown().await.unwrap();
     assert_eq!(
-        reply,
-        json!({"type": "shutdown", "pending": 0, "unscripted": 2})
+        ended.reply,
+        ShutdownReply {
+            pending: 0,
+            unscripted: 2
+        }
     );
-    assert_eq!(status.code(), Some(3));
+    assert_eq!(ended.exit.code(), Some(3));
+    let stderr = ended.stderr;
     assert!(
         stderr.contains("unscripted request: POST /v1/responses (request index 1)"),
         "{stderr}"
@@ -408,7 +431,7 @@ async fn unscripted_requests_get_a_500_naming_them_and_are_captured() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_answers_empty_or_the_set_body_and_stays_out_of_requests() {
-    let mut sidecar = Sidecar::start();
+    let mut sidecar = common::start().await;
     let url = format!("{}/models?client_version=0.171.0", sidecar.base_url());
     let response = http("GET", &url, &[], vec![]).await;
     assert_eq!(
@@ -416,10 +439,7 @@ async fn models_answers_empty_or_the_set_body_and_stays_out_of_requests() {
         (200, json!({"models": []}))
     );
     let body = json!({"models": [{"slug": "mock-model"}]});
-    assert_eq!(
-        sidecar.call(json!({"op": "models", "body": body, "id": "m"})),
-        json!({"type": "ok", "id": "m"})
-    );
+    sidecar.set_models(&body).await.unwrap();
     let response = http(
         "GET",
         &format!("{}/models", sidecar.base_url()),
@@ -429,30 +449,34 @@ async fn models_answers_empty_or_the_set_body_and_stays_out_of_requests() {
     .await;
     assert_eq!(response.json(), body);
 
-    assert_eq!(sidecar.requests(json!({})), Vec::<Value>::new());
-    let all = sidecar.requests(json!({"all": true, "min": 2}));
+    assert_eq!(sidecar.requests(MODEL).await.unwrap(), Vec::new());
+    let all = sidecar.wait_for(ALL, 2, Duration::ZERO).await.unwrap();
     assert_eq!(all.len(), 2);
-    assert_eq!(all[0]["query"], "client_version=0.171.0");
-    assert_eq!(all[0]["outcome"], "scripted");
-    let (_, status, _) = sidecar.shutdown();
-    assert_eq!(status.code(), Some(0), "models calls are not leftovers");
+    assert_eq!(all[0].query.as_deref(), Some("client_version=0.171.0"));
+    assert_eq!(all[0].outcome, Outcome::Scripted);
+    let ended = sidecar.shutdown().await.unwrap();
+    assert_eq!(ended.exit.code(), Some(0), "models calls are not leftovers");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_waits_for_min_and_filters_since() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([[], [], []]));
-    let base = sidecar.base_url();
+    let mut sidecar = common::start().await;
+    sidecar
+        .enqueue(&scripts(json!([[], [], []])))
+        .await
+        .unwrap();
+    let base = sidecar.base_url().to_string();
     // Nothing arrives: a short list after the timeout, not an error.
     let started = Instant::now();
     assert!(
         sidecar
-            .requests(json!({"min": 1, "timeout_ms": 150}))
+            .wait_for(MODEL, 1, Duration::from_millis(150))
+            .await
+            .unwrap()
             .is_empty()
     );
     assert!(started.elapsed() >= Duration::from_millis(150));
 
-    sidecar.send_line(r#"{"op":"requests","min":2,"timeout_ms":5000,"id":1}"#);
     let poster = tokio::spawn(async move {
         for n in 0..3 {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -460,42 +484,45 @@ async fn requests_waits_for_min_and_filters_since() {
         }
     });
     let started = Instant::now();
-    let reply = sidecar.read_line().unwrap();
+    let waited = sidecar
+        .wait_for(MODEL, 2, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(started.elapsed() < Duration::from_millis(4000));
-    assert_eq!(reply["id"], 1);
-    assert!(reply["requests"].as_array().unwrap().len() >= 2);
+    assert!(waited.len() >= 2);
     poster.await.unwrap();
-    let since = sidecar.requests(json!({"since": 1, "min": 2, "timeout_ms": 2000}));
-    let ns: Vec<&Value> = since.iter().map(|r| &r["body"]["n"]).collect();
+    let since_1 = RequestFilter {
+        since: 1,
+        all: false,
+    };
+    let since = sidecar
+        .wait_for(since_1, 2, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let ns: Vec<&Value> = since.iter().map(|r| &r.body["n"]).collect();
     assert_eq!(ns, [1, 2]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_empties_script_and_capture() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([[], []]));
-    post_json(&sidecar.base_url(), &json!({"input": []})).await;
-    assert_eq!(
-        sidecar.call(json!({"op": "reset", "id": 2})),
-        json!({"type": "ok", "id": 2})
-    );
-    assert_eq!(
-        sidecar.call(json!({"op": "status"})),
-        json!({"type": "status", "pending": 0, "served": 0, "unscripted": 0, "captured": 0})
-    );
-    sidecar.enqueue(json!([[]]));
-    post_json(&sidecar.base_url(), &json!({"input": []})).await;
-    let requests = sidecar.requests(json!({}));
-    assert_eq!((requests.len(), &requests[0]["index"]), (1, &json!(0)));
-    let (_, status, _) = sidecar.shutdown();
-    assert_eq!(status.code(), Some(0));
+    let mut sidecar = common::start().await;
+    sidecar.enqueue(&scripts(json!([[], []]))).await.unwrap();
+    post_json(sidecar.base_url(), &json!({"input": []})).await;
+    sidecar.reset().await.unwrap();
+    assert_eq!(sidecar.status().await.unwrap(), Status::default());
+    sidecar.enqueue(&scripts(json!([[]]))).await.unwrap();
+    post_json(sidecar.base_url(), &json!({"input": []})).await;
+    let requests = sidecar.requests(MODEL).await.unwrap();
+    assert_eq!((requests.len(), requests[0].index), (1, 0));
+    let ended = sidecar.shutdown().await.unwrap();
+    assert_eq!(ended.exit.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_violations_are_recorded_with_the_request() {
-    let mut sidecar = Sidecar::start();
-    sidecar.enqueue(json!([[], []]));
-    let base = sidecar.base_url();
+    let mut sidecar = common::start().await;
+    sidecar.enqueue(&scripts(json!([[], []]))).await.unwrap();
+    let base = sidecar.base_url().to_string();
     post_json(
         &base,
         &json!({"input": [
@@ -511,8 +538,7 @@ async fn pairing_violations_are_recorded_with_the_request() {
         ]}),
     )
     .await;
-    let requests: Vec<CapturedRequest> =
-        serde_json::from_value(json!(sidecar.requests(json!({})))).unwrap();
+    let requests = sidecar.requests(MODEL).await.unwrap();
     assert!(requests[0].pairing_violations.is_empty());
     assert_eq!(
         requests[0].function_call_output_text("c1").as_deref(),

@@ -5,7 +5,7 @@ mod common;
 
 use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::protocol::{Command, Reply, parse_command};
-use common::Sidecar;
+use common::raw::Sidecar;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -4,7 +4,8 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{BIN, Sidecar, config_file, post_json};
+use common::raw::Sidecar;
+use common::{BIN, config_file, post_json};
 use serde_json::{Value, json};
 
 /// Runs the binary with `args` and no stdin; returns (status code, stdout, stderr).

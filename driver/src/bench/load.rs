@@ -130,10 +130,7 @@ pub async fn load(
         let script: Vec<Scripted> = (0..n).map(|_| Scripted::sse(reply_events())).collect();
         sidecar.enqueue(&script).await?;
         fire(&sidecar_addr, &body, n, clients, &mut on_sidecar).await?;
-        sidecar
-            .command(json!({"op": "reset"}))
-            .await
-            .context("emptying the capture")?;
+        sidecar.reset().await.context("emptying the capture")?;
         fire(&bare.addr.to_string(), &body, n, clients, &mut on_bare).await?;
     }
     let sidecar_memory_kib = sidecar.pid().and_then(memory_kib);

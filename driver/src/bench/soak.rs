@@ -165,7 +165,7 @@ async fn check_and_reset(world: &World, expected: &[String]) -> anyhow::Result<(
         .requests(expected.len(), Duration::from_secs(5))
         .await?;
     check_capture(&requests, expected)?;
-    world.sidecar.command(json!({"op": "reset"})).await?;
+    world.sidecar.reset().await?;
     Ok(())
 }
 

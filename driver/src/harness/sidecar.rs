@@ -1,8 +1,9 @@
-//! The driver's side of the sidecar: spawns a sidecar process, reads its ready line and
-//! steers it over the JSONL protocol of `sidecar-protocol.md` (enqueue, requests, status,
-//! shutdown). The process is killed when this handle is dropped. A sidecar that dies before
-//! it is told to shut down is reported as such, with its exit status and the tail of its
-//! stderr: by [`Sidecar::command`] and by [`Sidecar::death`].
+//! The driver's side of the sidecar: spawns a sidecar process and steers it with the
+//! sidecar crate's typed [`Client`] of the JSONL protocol of `sidecar-protocol.md` (enqueue,
+//! requests, status, reset, shutdown). The process is killed when this handle is dropped.
+//! A sidecar that dies before it is told to shut down is reported as such, with its exit
+//! status and the tail of its stderr: by the error of the command that got no answer and by
+//! [`SidecarHealth::death`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -12,11 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use codex_parity_sidecar::protocol::Status;
+use codex_parity_sidecar::{Client, ClientError, RequestFilter, Scripted};
+use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, oneshot, watch};
 
 use crate::app_server::child::{StderrTail, wait_or_kill};
@@ -60,14 +60,9 @@ pub struct ShutdownReport {
     pub exit_code: Option<i32>,
 }
 
-struct Pipes {
-    stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
-}
-
 /// A running sidecar.
 pub struct Sidecar {
-    pipes: Mutex<Pipes>,
+    client: Mutex<Client>,
     base_url: String,
     health: Arc<SidecarHealth>,
     /// Sending, or dropping it, kills the process.
@@ -149,7 +144,7 @@ impl Sidecar {
             .spawn()
             .with_context(|| format!("starting the sidecar {}", launcher.program.display()))?;
         let stdin = child.stdin.take().context("sidecar stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("sidecar stdout")?).lines();
+        let stdout = child.stdout.take().context("sidecar stdout")?;
         let stderr = child.stderr.take().context("sidecar stderr")?;
         // The last lines of the sidecar's stderr (its logs), for error messages.
         let stderr_tail = Arc::new(StderrTail::new(20));
@@ -166,31 +161,25 @@ impl Sidecar {
             stderr_tail,
         });
         tokio::spawn(watch_sidecar(child, kill_rx, exit_tx, health.clone()));
-        let mut pipes = Pipes { stdin, stdout };
-        let line = tokio::time::timeout(READY_TIMEOUT, pipes.stdout.next_line())
-            .await
-            .context("the sidecar printed no ready line within 10 s")?
-            .context("reading the sidecar's ready line")?;
-        let Some(line) = line else {
-            let status = health.wait_exit(Duration::from_secs(1)).await;
-            bail!(
-                "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
-                launcher.program.display(),
-                status.unwrap_or_else(|| "still running".into()),
-                health.stderr_tail.text()
-            );
+        let client = match Client::connect(stdin, stdout, READY_TIMEOUT).await {
+            Ok(client) => client,
+            Err(ClientError::Timeout { .. }) => {
+                bail!("the sidecar printed no ready line within 10 s")
+            }
+            Err(e) if e.is_closed() => {
+                let status = health.wait_exit(Duration::from_secs(1)).await;
+                bail!(
+                    "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
+                    launcher.program.display(),
+                    status.unwrap_or_else(|| "still running".into()),
+                    health.stderr_tail.text()
+                );
+            }
+            Err(e) => return Err(e).context("reading the sidecar's ready line"),
         };
-        let ready: Value = serde_json::from_str(&line)
-            .with_context(|| format!("the sidecar's first line is not JSON: {line}"))?;
-        if ready["type"] != "ready" {
-            bail!("the sidecar's first line is not a ready line: {line}");
-        }
-        let base_url = ready["base_url"]
-            .as_str()
-            .with_context(|| format!("ready line without base_url: {line}"))?
-            .to_string();
+        let base_url = client.base_url().to_string();
         Ok(Sidecar {
-            pipes: Mutex::new(pipes),
+            client: Mutex::new(client),
             base_url,
             health,
             kill: Some(kill),
@@ -226,39 +215,19 @@ impl Sidecar {
         &self.base_url
     }
 
-    /// Sends one command and returns its reply; an `error` reply is an error.
-    pub async fn command(&self, command: Value) -> anyhow::Result<Value> {
-        let op = command["op"].as_str().unwrap_or("?").to_string();
-        let mut pipes = self.pipes.lock().await;
-        let mut line = command.to_string();
-        line.push('\n');
-        let sent = match pipes.stdin.write_all(line.as_bytes()).await {
-            Ok(()) => pipes.stdin.flush().await,
-            Err(e) => Err(e),
-        };
-        let reply = match sent {
-            Ok(()) => pipes.stdout.next_line().await,
-            Err(e) => Err(e),
-        };
-        let reply = match reply {
-            Ok(Some(reply)) => reply,
-            Ok(None) | Err(_) => return Err(self.no_answer(&op).await),
-        };
-        let reply: Value = serde_json::from_str(&reply)
-            .with_context(|| format!("the sidecar's reply to {op} is not JSON: {reply}"))?;
-        if reply["type"] == "error" {
-            bail!("the sidecar refused {op}: {}", reply["message"]);
+    /// A client's result; an error gets how the process ended when its pipes closed.
+    async fn explained<T>(&self, result: Result<T, ClientError>) -> anyhow::Result<T> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) if e.is_closed() => Err(self.no_answer(e.op()).await),
+            Err(e) => Err(e.into()),
         }
-        Ok(reply)
     }
 
     /// Queues scripted responses; returns how many are pending.
     pub async fn enqueue(&self, responses: &[Scripted]) -> anyhow::Result<u64> {
-        let list: Vec<Value> = responses.iter().map(Scripted::to_json).collect();
-        let reply = self
-            .command(json!({"op": "enqueue", "responses": list}))
-            .await?;
-        Ok(reply["pending"].as_u64().unwrap_or(0))
+        let result = self.client.lock().await.enqueue(responses).await;
+        Ok(self.explained(result).await? as u64)
     }
 
     /// The model requests captured so far, waiting up to `timeout` for at least `min`.
@@ -267,27 +236,43 @@ impl Sidecar {
         min: usize,
         timeout: Duration,
     ) -> anyhow::Result<Vec<CapturedRequest>> {
-        self.requests_where(
-            json!({"op": "requests", "min": min, "timeout_ms": timeout.as_millis() as u64}),
-        )
-        .await
+        let filter = RequestFilter::default();
+        let result = self
+            .client
+            .lock()
+            .await
+            .wait_for(filter, min, timeout)
+            .await;
+        self.explained(result).await
     }
 
     /// Every captured request of any method and path.
     pub async fn all_requests(&self) -> anyhow::Result<Vec<CapturedRequest>> {
-        self.requests_where(json!({"op": "requests", "all": true}))
-            .await
+        let filter = RequestFilter {
+            since: 0,
+            all: true,
+        };
+        let result = self.client.lock().await.requests(filter).await;
+        self.explained(result).await
     }
 
-    async fn requests_where(&self, command: Value) -> anyhow::Result<Vec<CapturedRequest>> {
-        let mut reply = self.command(command).await?;
-        serde_json::from_value(reply["requests"].take()).context("decoding captured requests")
+    /// The sidecar's counters.
+    pub async fn status(&self) -> anyhow::Result<Status> {
+        let result = self.client.lock().await.status().await;
+        self.explained(result).await
+    }
+
+    /// Empties the script and the captured requests.
+    pub async fn reset(&self) -> anyhow::Result<()> {
+        let result = self.client.lock().await.reset().await;
+        self.explained(result).await
     }
 
     /// Asks the sidecar to shut down and waits for it to exit (kills it after 5 s).
     pub async fn shutdown(mut self) -> anyhow::Result<ShutdownReport> {
         self.health.stopping.store(true, Ordering::SeqCst);
-        let reply = self.command(json!({"op": "shutdown"})).await?;
+        let result = self.client.get_mut().shutdown().await;
+        let reply = self.explained(result).await?;
         let exit_code = match self.health.wait_exit(Duration::from_secs(5)).await {
             Some(status) => exit_code_of(&status),
             None => {
@@ -298,8 +283,8 @@ impl Sidecar {
             }
         };
         Ok(ShutdownReport {
-            pending: reply["pending"].as_u64().unwrap_or(0),
-            unscripted: reply["unscripted"].as_u64().unwrap_or(0),
+            pending: reply.pending as u64,
+            unscripted: reply.unscripted,
             exit_code,
         })
     }

@@ -539,7 +539,7 @@ fn check_terminal(turn: &Turn) -> anyhow::Result<()> {
 async fn discard_unserved(world: &World) -> anyhow::Result<()> {
     world
         .sidecar
-        .command(json!({"op": "reset"}))
+        .reset()
         .await
         .context("discarding the unserved scripted replies")?;
     Ok(())

@@ -1,5 +1,8 @@
-//! Steering the mock from another process: the JSONL [`protocol`] (commands and replies)
-//! and the sidecar binary's main loop ([`cli`]).
+//! Steering the mock from another process: the JSONL [`protocol`] (commands and replies),
+//! the typed [`client`] of it, a sidecar run as a child process ([`spawn`]) and the sidecar
+//! binary's main loop ([`cli`]).
 
 pub mod cli;
+pub mod client;
 pub mod protocol;
+pub mod spawn;

@@ -89,6 +89,18 @@ impl Command {
         }
     }
 
+    /// The command's `op`, e.g. `"requests"`.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Command::Requests { .. } => "requests",
+            Command::Shutdown => "shutdown",
+            Command::Enqueue { .. } => "enqueue",
+            Command::Models { .. } => "models",
+            Command::Status => "status",
+            Command::Reset => "reset",
+        }
+    }
+
     /// The command as a JSON object.
     pub fn to_json(&self) -> Value {
         match self {
@@ -356,6 +368,7 @@ mod tests {
         ];
         for command in commands {
             let line = command.to_line(Some(&json!(5)));
+            assert!(line.starts_with(&format!("{{\"op\":\"{}\"", command.op())));
             let (id, parsed) = parse_command(&line);
             assert_eq!(id, Some(json!(5)));
             assert_eq!(parsed.unwrap(), command);

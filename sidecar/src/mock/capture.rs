@@ -1,10 +1,12 @@
 //! What the mock records of every request it receives, and how a record becomes the
-//! protocol's `R` ([`CapturedRequest`]).
+//! protocol's `R` ([`CapturedRequest`]). It builds on [`crate::mock::captured`], never the
+//! other way round.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub(crate) use crate::mock::captured::is_model_request;
 use crate::mock::captured::{CapturedRequest, Outcome};
 use crate::{decode, pairing};
 
@@ -35,11 +37,6 @@ pub(crate) struct Capture {
     pub decode_error: Option<String>,
     pub received_at_ms: u64,
     pub outcome: Outcome,
-}
-
-/// Whether `method` and `path` make a model request (`POST …/responses`).
-pub(crate) fn is_model_request(method: &str, path: &str) -> bool {
-    method == "POST" && path.ends_with("/responses")
 }
 
 /// Header pairs with lower-case names, repeated names joined with `, `.

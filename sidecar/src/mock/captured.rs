@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Whether `method` and `path` make a model request (`POST …/responses`).
+pub(crate) fn is_model_request(method: &str, path: &str) -> bool {
+    method == "POST" && path.ends_with("/responses")
+}
+
 /// How the sidecar answered a captured request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,7 +120,7 @@ pub enum CapturedError {
 impl CapturedRequest {
     /// Whether this is a model request (`POST` on a path ending in `/responses`).
     pub fn is_model_request(&self) -> bool {
-        crate::mock::capture::is_model_request(&self.method, &self.path)
+        is_model_request(&self.method, &self.path)
     }
 
     /// The body as JSON; an error if it was not JSON.

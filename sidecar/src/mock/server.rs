@@ -12,6 +12,7 @@
 //! ```
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,7 +25,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::control::protocol::{Status, push_id};
 use crate::mock::capture::{Capture, decoded_body, is_model_request, merge_headers};
-use crate::mock::captured::Outcome;
+use crate::mock::captured::{CapturedRequest, Outcome};
 use crate::mock::queue::Queue;
 use crate::mock::script::{ScriptError, Scripted};
 
@@ -86,10 +87,12 @@ async fn mount(mock: &MockServer, shared: &Arc<Shared>) {
         .await;
 }
 
-/// A running mock; dropping it stops the server.
+/// A running mock; dropping it stops the server (and, after [`Server::verify_on_drop`],
+/// panics if scripted responses were left over or requests were unscripted).
 pub struct Server {
     shared: Arc<Shared>,
     mock: MockServer,
+    verify_on_drop: AtomicBool,
 }
 
 impl Server {
@@ -111,7 +114,11 @@ impl Server {
             .start()
             .await;
         mount(&mock, &shared).await;
-        Ok(Server { shared, mock })
+        Ok(Server {
+            shared,
+            mock,
+            verify_on_drop: AtomicBool::new(false),
+        })
     }
 
     /// `http://HOST:PORT`.
@@ -191,8 +198,9 @@ impl Server {
         line
     }
 
-    /// Waits until at least `min` requests match `filter` or `timeout` passes.
-    pub async fn wait_for(&self, filter: RequestFilter, min: usize, timeout: Duration) {
+    /// Waits until at least `min` requests match `filter` or `timeout` passes; whether
+    /// `min` were reached.
+    pub async fn wait_for(&self, filter: RequestFilter, min: usize, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let arrived = self.shared.arrived.notified();
@@ -202,8 +210,11 @@ impl Server {
                 let state = self.shared.lock();
                 state.captured.iter().filter(|c| filter.wants(c)).count()
             };
-            if count >= min || tokio::time::timeout_at(deadline, arrived).await.is_err() {
-                break;
+            if count >= min {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return self.snapshot(filter).len() >= min;
             }
         }
     }
@@ -220,6 +231,73 @@ impl Server {
                 .map(|c| c.describe())
                 .collect(),
         }
+    }
+}
+
+impl Server {
+    /// The captured requests that `filter` wants, in arrival order, as the protocol's `R`.
+    pub fn requests(&self, filter: RequestFilter) -> Vec<CapturedRequest> {
+        self.snapshot(filter)
+            .iter()
+            .map(|capture| capture.to_captured_request())
+            .collect()
+    }
+
+    /// Every captured request (any method and path), in arrival order.
+    pub fn received_requests(&self) -> Vec<CapturedRequest> {
+        self.requests(RequestFilter {
+            since: 0,
+            all: true,
+        })
+    }
+
+    /// From now on, dropping the server panics (unless the thread is already panicking)
+    /// when [`Server::leftovers`] is not empty: scripted responses never served or requests
+    /// that got no scripted response.
+    pub fn verify_on_drop(&self) -> &Self {
+        self.verify_on_drop.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// `Ok` when nothing was left over, else the leftovers.
+    pub fn verify(&self) -> Result<(), Leftovers> {
+        let leftovers = self.leftovers();
+        if leftovers.is_empty() {
+            Ok(())
+        } else {
+            Err(leftovers)
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.verify_on_drop.load(Ordering::SeqCst) || std::thread::panicking() {
+            return;
+        }
+        if let Err(leftovers) = self.verify() {
+            panic!("the mock server is dropped with leftovers:\n{leftovers}");
+        }
+    }
+}
+
+impl Leftovers {
+    /// Whether nothing was left over.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.unscripted.is_empty()
+    }
+}
+
+impl std::fmt::Display for Leftovers {
+    /// One line per leftover: `never served: …` and `unscripted request: …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in &self.pending {
+            writeln!(f, "never served: {line}")?;
+        }
+        for line in &self.unscripted {
+            writeln!(f, "unscripted request: {line}")?;
+        }
+        Ok(())
     }
 }
 

@@ -1,12 +1,14 @@
-//! Test support: spawn the built sidecar binary and drive it over pipes; a tiny hyper client.
+//! Test support: the built sidecar binary steered by the crate's typed client ([`start`],
+//! [`spawn`]), or line by line for wire-format tests ([`raw`]); a tiny hyper client.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+pub mod raw;
+
+use std::io::Write;
 use std::time::Duration;
 
 use bytes::Bytes;
+use codex_parity_sidecar::{Scripted, SidecarProcess, script};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
@@ -19,162 +21,27 @@ pub fn config_file(text: &str) -> tempfile::NamedTempFile {
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 
-/// How long a test waits for one stdout line before failing instead of hanging.
-const LINE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a test waits for a reply (beyond what a `requests` asks to wait) before
+/// failing instead of hanging.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running sidecar with its pipes.
-pub struct Sidecar {
-    pub child: Child,
-    stdin: Option<ChildStdin>,
-    /// Stdout lines, read on a thread so that a missing reply fails the test, not hangs it.
-    stdout: mpsc::Receiver<String>,
-    pub ready: Value,
+/// Spawns the binary with `args`, read its ready line, and returns it steered by the client.
+pub async fn spawn(args: &[&str]) -> SidecarProcess {
+    let mut sidecar = SidecarProcess::spawn(BIN, args)
+        .await
+        .unwrap_or_else(|e| panic!("starting the sidecar: {e:#}"));
+    sidecar.set_reply_timeout(Some(REPLY_TIMEOUT));
+    sidecar
 }
 
-impl Sidecar {
-    /// Spawns the binary with `args` and reads the ready line.
-    pub fn spawn(args: &[&str]) -> Sidecar {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sidecar");
-        let stdin = child.stdin.take();
-        let mut pipe = BufReader::new(child.stdout.take().unwrap());
-        let (sender, stdout) = mpsc::channel();
-        std::thread::spawn(move || {
-            loop {
-                let mut line = String::new();
-                match pipe.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if sender.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        let mut sidecar = Sidecar {
-            child,
-            stdin,
-            stdout,
-            ready: Value::Null,
-        };
-        sidecar.ready = sidecar.read_line().expect("ready line");
-        assert_eq!(sidecar.ready["type"], "ready", "{}", sidecar.ready);
-        sidecar
-    }
-
-    /// A sidecar with no config.
-    pub fn start() -> Sidecar {
-        Sidecar::spawn(&[])
-    }
-
-    pub fn server_url(&self) -> String {
-        self.ready["server_url"].as_str().unwrap().to_string()
-    }
-
-    pub fn base_url(&self) -> String {
-        self.ready["base_url"].as_str().unwrap().to_string()
-    }
-
-    /// Writes one raw line (a newline is added).
-    pub fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Writes raw bytes as they are.
-    pub fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Reads one stdout line as JSON; `None` at EOF.
-    pub fn read_line(&mut self) -> Option<Value> {
-        let line = match self.stdout.recv_timeout(LINE_TIMEOUT) {
-            Ok(line) => line,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("no stdout line within {LINE_TIMEOUT:?}")
-            }
-        };
-        assert!(line.ends_with('\n'), "line without newline: {line:?}");
-        Some(
-            serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON: {e}")),
-        )
-    }
-
-    /// Sends a command and returns its reply.
-    pub fn call(&mut self, command: Value) -> Value {
-        self.send_line(&command.to_string());
-        self.read_line().expect("reply")
-    }
-
-    /// `requests` with these options.
-    pub fn requests(&mut self, options: Value) -> Vec<Value> {
-        let mut command = serde_json::json!({"op": "requests"});
-        for (k, v) in options.as_object().unwrap() {
-            command[k] = v.clone();
-        }
-        let reply = self.call(command);
-        assert_eq!(reply["type"], "requests", "{reply}");
-        reply["requests"].as_array().unwrap().clone()
-    }
-
-    /// Enqueues responses and checks the reply.
-    pub fn enqueue(&mut self, responses: Value) -> Value {
-        self.call(serde_json::json!({"op": "enqueue", "responses": responses}))
-    }
-
-    /// Closes stdin (EOF).
-    pub fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
-    /// Waits for the exit (at most 10 s) and returns the status and all of stderr.
-    pub fn wait(mut self) -> (ExitStatus, String) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(std::time::Instant::now() < deadline, "sidecar did not exit");
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let mut stderr = String::new();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
-        // Nothing may follow the last reply on stdout.
-        let rest: Vec<String> = self.stdout.iter().collect();
-        assert!(rest.is_empty(), "unexpected stdout after the end: {rest:?}");
-        (status, stderr)
-    }
-
-    /// Sends `shutdown`, returns its reply, the exit status and stderr.
-    pub fn shutdown(mut self) -> (Value, ExitStatus, String) {
-        let reply = self.call(serde_json::json!({"op": "shutdown"}));
-        let (status, stderr) = self.wait();
-        (reply, status, stderr)
-    }
+/// A sidecar with no config.
+pub async fn start() -> SidecarProcess {
+    spawn(&[]).await
 }
 
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Scripted responses from their JSON form (`[[...events], {"status": 500}, ...]`).
+pub fn scripts(list: Value) -> Vec<Scripted> {
+    script::parse_list(&list).unwrap_or_else(|e| panic!("bad script {list}: {e}"))
 }
 
 /// An HTTP response as the tests see it.
