@@ -17,6 +17,7 @@ use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
+use crate::scenario;
 use crate::scenarios::support::git;
 use crate::scenarios::support::rollout::{self, ClonedRollout};
 
@@ -31,85 +32,63 @@ const NO_ROLLOUT: &str = "no rollout found for thread id";
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "resume_in_new_process_carries_history",
             "C1",
             "a thread resumed by a new app-server sends its history to the model",
-            |c| Box::pin(resume_in_new_process(c, false)),
+            resume_in_new_process(false)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "resume_without_turns_carries_history",
             "C1b",
             "resume with excludeTurns lists no turns and still sends the history",
-            |c| Box::pin(resume_in_new_process(c, true)),
+            resume_in_new_process(true)
         )
-        .applies(needs_exclude_turns),
-        s(
+        .applies(Capabilities::needs_exclude_turns),
+        scenario!(
             "fresh_thread_does_not_know_the_code_word",
             "C2",
             "negative control: a new thread in the same home sends no old history",
-            |c| Box::pin(fresh_thread(c)),
+            fresh_thread
         ),
-        s(
+        scenario!(
             "fork_branches_history_both_threads_continue",
             "C3",
             "a fork carries the history; fork and source then go on independently",
-            |c| Box::pin(fork(c)),
+            fork
         )
-        .applies(needs_fork),
-        s(
+        .applies(Capabilities::needs_fork),
+        scenario!(
             "rollout_clone_same_directory_carries_history",
             "C4",
             "a rollout cloned into a fresh home under a new id resumes with its history",
-            |c| Box::pin(clone(c, false)),
+            clone(false)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "rollout_clone_into_git_worktree_carries_history",
             "C5",
             "a rollout cloned into a new git worktree resumes there with its history",
-            |c| Box::pin(clone(c, true)),
+            clone(true)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "resume_or_fork_of_unknown_thread_is_refused",
             "C6",
             "resume and fork of an unknown or unmaterialized thread fail and write nothing",
-            |c| Box::pin(refused(c)),
+            refused
         )
-        .applies(needs_resume_and_fork),
-        s(
+        .applies(Capabilities::needs_resume_and_fork),
+        scenario!(
             "synthesized_rollout_resumes_with_history",
             "C7",
             "a rollout written by hand resumes with its turn and history",
-            |c| Box::pin(synthesized(c)),
+            synthesized
         )
-        .applies(needs_resume),
+        .applies(Capabilities::needs_resume),
     ]
-}
-
-fn needs_resume(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/resume"])
-}
-
-fn needs_exclude_turns(caps: &Capabilities) -> Result<(), String> {
-    needs_resume(caps)?;
-    if caps.has_field("ThreadResumeParams", "excludeTurns") {
-        Ok(())
-    } else {
-        Err("ThreadResumeParams has no excludeTurns".into())
-    }
-}
-
-fn needs_fork(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/fork", "thread/list"])
-}
-
-fn needs_resume_and_fork(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/resume", "thread/fork"])
 }
 
 /// `FORKWORD_` and six random upper-case hex digits.
