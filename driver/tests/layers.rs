@@ -225,10 +225,7 @@ fn example(files: &[(&str, &str)]) -> Vec<String> {
 
 /// The `codex::binaries` <-> `codex::install` entry of [`KNOWN_CYCLES`], so that the
 /// examples do not report it as stale.
-const KNOWN: (&str, &str) = (
-    "codex/binaries.rs",
-    "use crate::codex::install::Cache;",
-);
+const KNOWN: (&str, &str) = ("codex/binaries.rs", "use crate::codex::install::Cache;");
 const KNOWN_BACK: (&str, &str) = ("codex/install.rs", "use crate::codex::binaries::X;");
 
 #[test]
@@ -236,7 +233,10 @@ fn a_clean_example_has_no_problems() {
     let p = example(&[
         KNOWN,
         KNOWN_BACK,
-        ("codex/schema.rs", "use crate::codex::binaries::CodexBinary;"),
+        (
+            "codex/schema.rs",
+            "use crate::codex::binaries::CodexBinary;",
+        ),
         (
             "harness/world.rs",
             "use crate::app_server::{AppServer, turn::MOCK_MODEL};\nuse crate::harness::tally::Tally;",
@@ -298,7 +298,9 @@ fn a_cycle_inside_a_layer_is_named() {
     ]);
     assert_eq!(
         p,
-        ["cycle in layer harness: harness/runner.rs imports crate::harness::scenario and harness/scenario.rs imports crate::harness::runner"]
+        [
+            "cycle in layer harness: harness/runner.rs imports crate::harness::scenario and harness/scenario.rs imports crate::harness::runner"
+        ]
     );
 }
 
@@ -307,6 +309,8 @@ fn a_stale_known_cycle_is_named() {
     let p = example(&[("codex/binaries.rs", ""), KNOWN_BACK]);
     assert_eq!(
         p,
-        ["KNOWN_CYCLES lists codex::binaries <-> codex::install, which is no longer a cycle: remove the entry"]
+        [
+            "KNOWN_CYCLES lists codex::binaries <-> codex::install, which is no longer a cycle: remove the entry"
+        ]
     );
 }

@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
@@ -426,6 +427,28 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
         parse(fault.info, "codexErrorInfo")?.to_string(),
         info.to_string(),
     );
+    compare_progress(fault, &turn, &differ)?;
+    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
+    differ(
+        "model requests",
+        fault.requests.to_string(),
+        requests.len().to_string(),
+    );
+    compare_gaps(ctx, fault, &requests);
+    check_terminal(&turn)?;
+    if requests.len() < fault.requests {
+        discard_unserved(&world).await?;
+    }
+    world.finish().await
+}
+
+/// Compares the turn's retry progress (`willRetry: true` errors) with the row's, through
+/// `differ` (what, expected, got).
+fn compare_progress(
+    fault: &Fault,
+    turn: &Turn,
+    differ: &dyn Fn(&str, String, String),
+) -> anyhow::Result<()> {
     let want_progress = match fault.progress_info {
         Some(_) => (1..=fault.stream_retries)
             .map(|i| format!("Reconnecting... {i}/{}", fault.stream_retries))
@@ -439,7 +462,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
     );
     if let Some(progress_info) = fault.progress_info {
         let want = parse(progress_info, "progress codexErrorInfo")?;
-        for p in progress_errors(&turn) {
+        for p in progress_errors(turn) {
             differ(
                 "progress codexErrorInfo",
                 want.to_string(),
@@ -452,12 +475,11 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             );
         }
     }
-    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
-    differ(
-        "model requests",
-        fault.requests.to_string(),
-        requests.len().to_string(),
-    );
+    Ok(())
+}
+
+/// Records as drift every pair of consecutive requests closer than the row's least gap.
+fn compare_gaps(ctx: &Ctx, fault: &Fault, requests: &[CapturedRequest]) {
     if let Some(min) = fault.min_gap_ms {
         for pair in requests.windows(2) {
             let gap = pair[1]
@@ -471,11 +493,6 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             }
         }
     }
-    check_terminal(&turn)?;
-    if requests.len() < fault.requests {
-        discard_unserved(&world).await?;
-    }
-    world.finish().await
 }
 
 /// The `error` objects of the progress notifications, in order.
