@@ -159,24 +159,35 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
         .iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
-    for ((from, to), path) in &edges {
-        if from >= to {
-            continue;
-        }
-        let Some(back) = edges.get(&(to.clone(), from.clone())) else {
+    let mut seen: BTreeSet<Vec<Module>> = BTreeSet::new();
+    for (from, to) in edges.keys() {
+        let Some(back) = path_between(&edges, to, from) else {
             continue;
         };
-        let (a, b) = (
-            format!("{}::{}", from.0, from.1),
-            format!("{}::{}", to.0, to.1),
-        );
-        if known.remove(&(a.clone(), b.clone())) {
+        // The cycle from -> to -> .. -> from, once per set of modules.
+        let mut cycle = vec![from.clone()];
+        cycle.extend(back);
+        let mut members = cycle.clone();
+        members.sort();
+        members.dedup();
+        if !seen.insert(members.clone()) {
             continue;
         }
-        problems.push(format!(
-            "cycle in layer {}: {path} imports crate::{b} and {back} imports crate::{a}",
-            from.0
-        ));
+        let name = |m: &Module| format!("{}::{}", m.0, m.1);
+        if members.len() == 2 && known.remove(&(name(&members[0]), name(&members[1]))) {
+            continue;
+        }
+        let steps: Vec<String> = cycle
+            .windows(2)
+            .map(|w| {
+                format!(
+                    "{} imports crate::{}",
+                    edges[&(w[0].clone(), w[1].clone())],
+                    name(&w[1])
+                )
+            })
+            .collect();
+        problems.push(format!("cycle in layer {}: {}", from.0, steps.join(", ")));
     }
     for (a, b) in known {
         problems.push(format!(
@@ -184,6 +195,33 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
         ));
     }
     problems
+}
+
+/// The modules of a shortest path of `edges` from `from` to `to` (both included).
+fn path_between(
+    edges: &BTreeMap<(Module, Module), String>,
+    from: &Module,
+    to: &Module,
+) -> Option<Vec<Module>> {
+    let mut came_from: BTreeMap<Module, Module> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([from.clone()]);
+    while let Some(at) = queue.pop_front() {
+        if at == *to {
+            let mut path = vec![at];
+            while let Some(prev) = came_from.get(&path[path.len() - 1]) {
+                path.push(prev.clone());
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for (a, b) in edges.keys() {
+            if *a == at && *b != *from && !came_from.contains_key(b) {
+                came_from.insert(b.clone(), at.clone());
+                queue.push_back(b.clone());
+            }
+        }
+    }
+    None
 }
 
 /// Every `.rs` file under `dir`, as (path relative to `root`, source).
@@ -299,7 +337,7 @@ fn a_cycle_inside_a_layer_is_named() {
     assert_eq!(
         p,
         [
-            "cycle in layer harness: harness/runner.rs imports crate::harness::scenario and harness/scenario.rs imports crate::harness::runner"
+            "cycle in layer harness: harness/runner.rs imports crate::harness::scenario, harness/scenario.rs imports crate::harness::runner"
         ]
     );
 }
@@ -311,6 +349,31 @@ fn a_stale_known_cycle_is_named() {
         p,
         [
             "KNOWN_CYCLES lists codex::binaries <-> codex::install, which is no longer a cycle: remove the entry"
+        ]
+    );
+}
+
+#[test]
+fn a_longer_cycle_is_named_once() {
+    let p = example(&[
+        KNOWN,
+        KNOWN_BACK,
+        ("harness/scenario.rs", "use crate::harness::runner::Target;"),
+        (
+            "harness/runner.rs",
+            "use crate::harness::baseline::Baseline;",
+        ),
+        (
+            "harness/baseline.rs",
+            "use crate::harness::scenario::Outcome;",
+        ),
+    ]);
+    assert_eq!(
+        p,
+        [
+            "cycle in layer harness: harness/baseline.rs imports crate::harness::scenario, \
+             harness/scenario.rs imports crate::harness::runner, \
+             harness/runner.rs imports crate::harness::baseline"
         ]
     );
 }
