@@ -398,26 +398,7 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
 
     let cursor = app.cursor();
     let forked = app.thread_fork(&source, json!({})).await?;
-    let f = &forked["thread"];
-    let fork_id = f["id"]
-        .as_str()
-        .with_context(|| format!("thread/fork result without thread.id: {forked}"))?
-        .to_string();
-    ensure!(fork_id != source, "the fork kept the source id {source}");
-    ensure_eq!(f["forkedFromId"], json!(source), "fork forkedFromId");
-    let fork_path = f["path"].as_str().map(PathBuf::from);
-    ensure!(
-        fork_path
-            .as_ref()
-            .is_some_and(|p| p.is_absolute() && *p != source_path),
-        "fork path {} is not a new absolute path",
-        f["path"]
-    );
-    ensure_eq!(
-        f.get("name").cloned().unwrap_or(Value::Null),
-        Value::Null,
-        "fork name"
-    );
+    let fork_id = forked_thread(&forked, &source, &source_path)?;
     app.wait_notification(cursor, "thread/started", Duration::from_secs(5), |p| {
         p["thread"]["id"] == fork_id.as_str()
     })
@@ -456,16 +437,54 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
     );
 
     let requests = expect_requests(&world, 3).await?;
+    fork_requests(&requests, &fork_id, &source, &word)?;
+    world.finish().await
+}
+
+/// The `thread/fork` result names a new thread forked from `source`, with a new absolute
+/// rollout path and no name; returns the fork's id.
+fn forked_thread(forked: &Value, source: &str, source_path: &Path) -> anyhow::Result<String> {
+    let f = &forked["thread"];
+    let fork_id = f["id"]
+        .as_str()
+        .with_context(|| format!("thread/fork result without thread.id: {forked}"))?
+        .to_string();
+    ensure!(fork_id != source, "the fork kept the source id {source}");
+    ensure_eq!(f["forkedFromId"], json!(source), "fork forkedFromId");
+    let fork_path = f["path"].as_str().map(PathBuf::from);
+    ensure!(
+        fork_path
+            .as_ref()
+            .is_some_and(|p| p.is_absolute() && *p != *source_path),
+        "fork path {} is not a new absolute path",
+        f["path"]
+    );
+    ensure_eq!(
+        f.get("name").cloned().unwrap_or(Value::Null),
+        Value::Null,
+        "fork name"
+    );
+    Ok(fork_id)
+}
+
+/// The fork's one request carries the source's history and nothing of the source's second
+/// turn; the source's second request keeps its own history and lacks the fork's recall.
+fn fork_requests(
+    requests: &[CapturedRequest],
+    fork_id: &str,
+    source: &str,
+    word: &str,
+) -> anyhow::Result<()> {
     let of = |id: &str| -> Vec<&CapturedRequest> {
         requests
             .iter()
             .filter(|r| r.header("thread-id") == Some(id))
             .collect()
     };
-    let (on_fork, on_source) = (of(&fork_id), of(&source));
+    let (on_fork, on_source) = (of(fork_id), of(source));
     ensure_eq!(on_fork.len(), 1, "requests with thread-id {fork_id}");
     ensure_eq!(on_source.len(), 2, "requests with thread-id {source}");
-    carries_history(on_fork[0], &word)?;
+    carries_history(on_fork[0], word)?;
     ensure!(
         !on_fork[0].body_contains_text("Source continues"),
         "the fork's request contains the source's second turn"
@@ -477,10 +496,10 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
         "the source's second request, last user text"
     );
     ensure!(
-        second.body_contains_text(&word) && !second.body_contains_text(RECALL),
+        second.body_contains_text(word) && !second.body_contains_text(RECALL),
         "the source's second request should keep its own history and lack the fork's recall"
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
