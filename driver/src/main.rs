@@ -19,6 +19,7 @@ use codex_parity::harness::shard::Shard;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use codex_parity::report::{self, Matrix, terminal};
+use codex_parity::scenarios;
 
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
@@ -219,7 +220,7 @@ impl MatrixArgs {
 
     /// The scenarios `--filter` selects (all without it); an error when it selects none.
     fn scenarios(&self) -> anyhow::Result<Vec<scenario::Scenario>> {
-        let mut scenarios = scenario::registry();
+        let mut scenarios = scenarios::registry();
         if let Some(f) = &self.filter {
             scenarios.retain(|s| s.matches(f));
             if scenarios.is_empty() {
@@ -265,7 +266,7 @@ fn main() -> ExitCode {
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
         Command::List => {
-            for s in scenario::registry() {
+            for s in scenarios::registry() {
                 println!("{:<5} {:<50} {}", s.id, s.name, s.summary);
             }
             ExitCode::SUCCESS

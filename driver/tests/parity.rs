@@ -13,11 +13,13 @@ use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner;
-use codex_parity::harness::scenario::{self, Outcome};
+use codex_parity::harness::scenario;
 use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::scenarios;
 use codex_parity::scenarios::setup;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -106,15 +108,15 @@ fn main() -> ExitCode {
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();
     for target in &targets {
-        for s in scenario::registry() {
+        for s in scenarios::registry() {
             let name = scenario::test_name(&s, &target.binary);
-            let na = (s.applies)(&target.caps).err();
+            let (id, na) = (s.id, (s.applies)(&target.caps).err());
             if let Some(reason) = &na {
                 not_applicable.push(format!("{name}: {reason}"));
             }
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let trial = Trial::test(name, move || {
-                let ran = handle.block_on(scenario::run_scenario(&s, &target, settings));
+                let ran = handle.block_on(runner::run_scenario(&s, &target, settings));
                 for o in &ran.observations {
                     eprintln!("note [{}]: {o}", target.binary.label());
                 }
@@ -132,7 +134,7 @@ fn main() -> ExitCode {
                     }
                 }
             })
-            .with_kind(s.id)
+            .with_kind(id)
             .with_ignored_flag(na.is_some());
             trials.push(trial);
         }
@@ -145,7 +147,7 @@ fn main() -> ExitCode {
             trials.push(
                 Trial::test(name, move || {
                     match handle
-                        .block_on(scenario::run_scenario(&check, &target, settings))
+                        .block_on(runner::run_scenario(&check, &target, settings))
                         .outcome
                     {
                         Outcome::Failed(reason) if reason.contains(expected) => Ok(()),

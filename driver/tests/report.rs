@@ -11,8 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codex_parity::codex::versions;
-use codex_parity::harness::scenario::{self, Outcome};
+use codex_parity::harness::outcome::Outcome;
 use codex_parity::report::{self, Column, Entry, Matrix, Row};
+use codex_parity::scenarios;
 
 /// A few quick scenarios: the point is the reports, the parity suite covers the rest.
 const FILTER: &str = "E16";
@@ -74,7 +75,7 @@ fn blank_attr(line: &str, name: &str) -> String {
 fn run_writes_reports_that_repeat_and_whose_shards_merge() {
     let pinned = versions::load().unwrap().pinned;
     let label = format!("codex-{pinned}");
-    let expected: Vec<&str> = scenario::registry()
+    let expected: Vec<&str> = scenarios::registry()
         .iter()
         .filter(|s| s.matches(FILTER))
         .map(|s| s.name)

@@ -11,6 +11,10 @@ use serde_json::{Value, json};
 
 use crate::app_server::{AppServer, Inbound};
 
+/// The model the worlds configure for the mock provider: what a turn reports when
+/// its options name none.
+pub const MOCK_MODEL: &str = "mock-model";
+
 /// The default time one turn may take.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -198,7 +202,7 @@ pub async fn start_turn(
         model: options
             .model
             .clone()
-            .unwrap_or_else(|| crate::harness::world::MOCK_MODEL.to_string()),
+            .unwrap_or_else(|| MOCK_MODEL.to_string()),
     })
 }
 

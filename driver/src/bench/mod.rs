@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::codex::binaries::CodexBinary;
+use crate::harness::outcome::Outcome;
 use crate::harness::runner::{self, Target};
-use crate::harness::scenario::{Outcome, Scenario};
+use crate::harness::scenario::Scenario;
 use crate::harness::world::{Settings, World, WorldOptions};
 
 /// The raw samples of each world (`median` summarises them).

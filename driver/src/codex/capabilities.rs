@@ -105,6 +105,86 @@ impl Capabilities {
     }
 }
 
+/// The goal methods (group B).
+pub const GOAL_METHODS: [&str; 3] = ["thread/goal/set", "thread/goal/get", "thread/goal/clear"];
+
+/// What scenarios need of a binary: each `Ok` when it has it, else the reason it is not
+/// applicable.
+impl Capabilities {
+    /// The type `ty` has the field `field`.
+    fn require_field(&self, ty: &str, field: &str) -> Result<(), String> {
+        if self.has_field(ty, field) {
+            Ok(())
+        } else {
+            Err(format!("{ty} has no {field}"))
+        }
+    }
+
+    /// `thread/start` takes `field`.
+    pub fn needs_thread_field(&self, field: &str) -> Result<(), String> {
+        self.require_field("ThreadStartParams", field)
+    }
+
+    /// `thread/start` takes `dynamicTools`.
+    pub fn needs_dynamic_tools(&self) -> Result<(), String> {
+        self.needs_thread_field("dynamicTools")
+    }
+
+    /// `thread/start` takes `ephemeral`.
+    pub fn needs_ephemeral(&self) -> Result<(), String> {
+        self.needs_thread_field("ephemeral")
+    }
+
+    /// The binary has the goal methods.
+    pub fn needs_goals(&self) -> Result<(), String> {
+        self.require_methods(&GOAL_METHODS)
+    }
+
+    /// The goal methods, and `ThreadGoalStatus` has `blocked` and `usageLimited`.
+    pub fn needs_stopped_statuses(&self) -> Result<(), String> {
+        self.needs_goals()?;
+        let missing: Vec<&str> = ["blocked", "usageLimited"]
+            .into_iter()
+            .filter(|s| !self.enum_has("ThreadGoalStatus", s))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("ThreadGoalStatus has no {}", missing.join(", ")))
+        }
+    }
+
+    /// `thread/resume`.
+    pub fn needs_resume(&self) -> Result<(), String> {
+        self.require_methods(&["thread/resume"])
+    }
+
+    /// `thread/resume` with `excludeTurns`.
+    pub fn needs_exclude_turns(&self) -> Result<(), String> {
+        self.needs_resume()?;
+        self.require_field("ThreadResumeParams", "excludeTurns")
+    }
+
+    /// `thread/fork` and `thread/list`.
+    pub fn needs_fork(&self) -> Result<(), String> {
+        self.require_methods(&["thread/fork", "thread/list"])
+    }
+
+    /// `thread/resume` and `thread/fork`.
+    pub fn needs_resume_and_fork(&self) -> Result<(), String> {
+        self.require_methods(&["thread/resume", "thread/fork"])
+    }
+
+    /// The binary sends the server request `method` (e.g. an approval request).
+    pub fn needs_server_request(&self, method: &str) -> Result<(), String> {
+        if self.server_requests.contains(method) {
+            Ok(())
+        } else {
+            Err(format!("this codex sends no {method}"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,8 +30,9 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::versions;
 use crate::drift::normalize;
 use crate::drift::request_diff::diff_requests;
+use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
-use crate::harness::scenario::{Ctx, Outcome};
+use crate::harness::scenario::Ctx;
 
 /// The environment variable that points at another golden directory.
 pub const GOLDEN_DIR_ENV: &str = "CODEX_PARITY_GOLDEN";
@@ -167,11 +168,8 @@ pub fn check(
 /// Checks a scenario's requests (every request its worlds captured) against its golden
 /// file on this codex (see the module docs). With `--bless` it checks nothing: the run
 /// rewrites the file.
-pub fn assert_matches(
-    ctx: &Ctx,
-    scenario: &str,
-    requests: &[CapturedRequest],
-) -> anyhow::Result<()> {
+pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result<()> {
+    let scenario = ctx.scenario().name;
     if !SCENARIOS.contains(&scenario) {
         bail!(
             "scenario bug: {scenario} is not in golden::SCENARIOS, so --bless would never write its golden file"
@@ -305,13 +303,6 @@ mod tests {
 
     #[test]
     fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_has_all() {
-        let names: Vec<&str> = crate::harness::scenario::registry()
-            .iter()
-            .map(|s| s.name)
-            .collect();
-        for s in SCENARIOS {
-            assert!(names.contains(s), "{s} is not a registered scenario");
-        }
         let dir = default_dir();
         for version in std::fs::read_dir(&dir).unwrap() {
             let version = version.unwrap().path();

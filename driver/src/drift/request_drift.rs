@@ -12,8 +12,8 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::versions;
 use crate::drift::normalize;
 use crate::drift::request_diff::{diff_requests, lines};
+use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
-use crate::harness::scenario::Outcome;
 
 /// New change lines printed per request at most; the rest are counted.
 const LINES_PER_REQUEST: usize = 40;

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::scenario::Outcome;
+use crate::harness::outcome::Outcome;
 
 /// The environment variable that points at another baselines directory.
 pub const EXPECTED_DIR_ENV: &str = "CODEX_PARITY_EXPECTED";
@@ -265,18 +265,7 @@ mod tests {
             let path = entry.unwrap().path();
             let version = path.file_stem().unwrap().to_str().unwrap().to_string();
             let b = Baseline::load(&dir, &version).unwrap();
-            let names: Vec<&str> = crate::harness::scenario::registry()
-                .iter()
-                .map(|s| s.name)
-                .collect();
-            for e in &b.expected {
-                assert!(
-                    names.contains(&e.scenario.as_str()),
-                    "{}: {}",
-                    path.display(),
-                    e.scenario
-                );
-            }
+            assert_eq!(b.codex, version, "{}", path.display());
         }
     }
 }

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
@@ -15,8 +16,10 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::baseline::Baseline;
-use crate::harness::scenario::{Outcome, Scenario, run_scenario};
+use crate::harness::outcome::Outcome;
+use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
+use crate::harness::tally::Tally;
 use crate::harness::world::Settings;
 use crate::lock;
 
@@ -49,6 +52,73 @@ pub async fn prepare(
         });
     }
     Ok(targets)
+}
+
+/// What one run of a scenario produced.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// How it ended, judged against the baseline.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub duration: Duration,
+    /// The requests its worlds captured (the model's view of codex), in arrival order.
+    pub requests: Vec<CapturedRequest>,
+    /// What it observed (see [`Ctx::observe`]).
+    pub observations: Vec<String>,
+}
+
+/// Runs one scenario on one target, with its timeout, and judges it against the target's
+/// baseline.
+pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Settings>) -> Ran {
+    let started = Instant::now();
+    if let Err(reason) = (scenario.applies)(&target.caps) {
+        return Ran {
+            outcome: Outcome::NotApplicable(reason),
+            duration: started.elapsed(),
+            requests: Vec::new(),
+            observations: Vec::new(),
+        };
+    }
+    let ctx = Ctx::new(
+        scenario,
+        target.binary.clone(),
+        target.caps.clone(),
+        settings,
+    );
+    let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
+    let failure = match result {
+        Err(_) => Some(format!("timed out after {:?}", scenario.timeout)),
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Ok(Ok(())) => {
+            let (c, f) = (
+                ctx.worlds_created(),
+                ctx.tally().finished.load(Ordering::SeqCst),
+            );
+            (c != f).then(|| {
+                format!(
+                    "scenario bug: {c} world(s) created, {f} finished (the after-scenario checks did not run)"
+                )
+            })
+        }
+    };
+    // A dead sidecar explains whatever followed: say it first.
+    let failure = failure.map(|f| {
+        let deaths = ctx.tally().sidecar_deaths();
+        if deaths.is_empty() {
+            f
+        } else {
+            format!("{}\nthen: {f}", deaths.join("\n"))
+        }
+    });
+    let outcome = target
+        .baseline
+        .judge(scenario.name, failure, Tally::take(&ctx.tally().drift));
+    Ran {
+        outcome,
+        duration: started.elapsed(),
+        requests: Tally::take(&ctx.tally().requests),
+        observations: Tally::take(&ctx.tally().observations),
+    }
 }
 
 /// The result of one scenario on one binary.
@@ -153,7 +223,7 @@ pub async fn run_shard_until(
     let mut set = JoinSet::new();
     let mut task_of = HashMap::new();
     for i in spawn_order {
-        let (target, scenario) = (jobs[i].0.clone(), *jobs[i].1);
+        let (target, scenario) = (jobs[i].0.clone(), jobs[i].1.clone());
         let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
         let running = running.clone();
         let handle = set.spawn(async move {

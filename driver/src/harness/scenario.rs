@@ -1,29 +1,33 @@
-//! The scenario registry: every parity scenario is data (name, id, what it needs) plus one
-//! async function. The same registry feeds the test harness and `codex-parity run`.
+//! What a parity scenario is: data (name, id, summary, what it needs, how long it may take)
+//! plus one async body, and the [`Ctx`] the body runs with. Scenarios are declared with
+//! [`scenario!`](crate::scenario) and the builder methods [`Scenario::applies`] and
+//! [`Scenario::timeout`]; the registry of all of them is `crate::scenarios::registry`.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use codex_parity_sidecar::captured::CapturedRequest;
+use std::time::Duration;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::runner::Target;
-use crate::harness::sidecar::SidecarHealth;
+pub use crate::harness::tally::Tally;
 use crate::harness::world::{Settings, World, WorldOptions};
-use crate::lock;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The body of a scenario.
+/// A plain scenario body as a function pointer (any closure of the same shape does too).
 pub type ScenarioFn = for<'a> fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>>;
 
+/// The body of a scenario: runs it with its context.
+pub type Body = Arc<dyn for<'a> Fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> + Send + Sync>;
+
+/// What a scenario needs of a binary: `Err(reason)` when the binary lacks it.
+pub type Requirement = Arc<dyn Fn(&Capabilities) -> Result<(), String> + Send + Sync>;
+
 /// One parity scenario.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Scenario {
     /// Test name, snake case (e.g. `smoke_uses_mock_responses`).
     pub name: &'static str,
@@ -32,34 +36,63 @@ pub struct Scenario {
     /// One line saying what it proves.
     pub summary: &'static str,
     /// `Err(reason)` when the binary lacks what the scenario needs.
-    pub applies: fn(&Capabilities) -> Result<(), String>,
+    pub applies: Requirement,
     /// The scenario itself.
-    pub run: ScenarioFn,
+    pub run: Body,
     /// The longest it may take.
     pub timeout: Duration,
 }
 
+/// Declares a scenario in one expression: `scenario!("name", "A1", "summary", body_fn)`,
+/// where `body_fn` is an `async fn(&Ctx) -> anyhow::Result<()>`, or
+/// `scenario!("name", "A3", "summary", body_fn(x, y))`, which runs `body_fn(ctx, x, y)`;
+/// add requirements and time limits with [`Scenario::applies`] and [`Scenario::timeout`].
+#[macro_export]
+macro_rules! scenario {
+    ($name:expr, $id:expr, $summary:expr, $body:ident ( $($arg:expr),* $(,)? ) $(,)?) => {
+        $crate::harness::scenario::Scenario::new($name, $id, $summary, move |c| {
+            ::std::boxed::Box::pin($body(c, $($arg),*))
+        })
+    };
+    ($name:expr, $id:expr, $summary:expr, $body:expr $(,)?) => {
+        $crate::harness::scenario::Scenario::new($name, $id, $summary, |c| {
+            ::std::boxed::Box::pin($body(c))
+        })
+    };
+}
+
 impl Scenario {
     /// A scenario that applies to every binary and may take 60 s.
-    pub const fn new(
+    pub fn new(
         name: &'static str,
         id: &'static str,
         summary: &'static str,
-        run: ScenarioFn,
+        run: impl for<'a> Fn(&'a Ctx) -> BoxFuture<'a, anyhow::Result<()>> + Send + Sync + 'static,
     ) -> Scenario {
         Scenario {
             name,
             id,
             summary,
-            applies: always,
-            run,
+            applies: Arc::new(|_: &Capabilities| Ok(())),
+            run: Arc::new(run),
             timeout: Duration::from_secs(60),
         }
     }
 
-    /// The same scenario with a capability requirement.
-    pub const fn applies(self, applies: fn(&Capabilities) -> Result<(), String>) -> Scenario {
-        Scenario { applies, ..self }
+    /// The same scenario with a capability requirement (replacing any earlier one).
+    pub fn applies(
+        self,
+        applies: impl Fn(&Capabilities) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Scenario {
+        Scenario {
+            applies: Arc::new(applies),
+            ..self
+        }
+    }
+
+    /// The same scenario with another time limit.
+    pub fn timeout(self, timeout: Duration) -> Scenario {
+        Scenario { timeout, ..self }
     }
 
     /// Whether `--filter text` selects it: its name contains `text`, or `text` is its id,
@@ -71,11 +104,6 @@ impl Scenario {
                     && rest.starts_with(|c: char| c.is_ascii_digit()))
             })
     }
-
-    /// The same scenario with another time limit.
-    pub const fn timeout(self, timeout: Duration) -> Scenario {
-        Scenario { timeout, ..self }
-    }
 }
 
 impl std::fmt::Debug for Scenario {
@@ -84,48 +112,7 @@ impl std::fmt::Debug for Scenario {
     }
 }
 
-/// Applies to every binary.
-pub fn always(_: &Capabilities) -> Result<(), String> {
-    Ok(())
-}
-
-/// How a scenario ended on one binary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Every assertion held.
-    Passed,
-    /// Every assertion held except divergences this version's baseline lists: each with
-    /// the baseline's reason and what was seen.
-    Drift(Vec<String>),
-    /// Something did not hold: the reason.
-    Failed(String),
-    /// The binary cannot do what the scenario needs: the reason. Never counted as passed.
-    NotApplicable(String),
-}
-
-impl Outcome {
-    /// The matrix word: `pass`, `drift` (as the baseline expects), `FAIL` or `n/a`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            Outcome::Passed => "pass",
-            Outcome::Drift(_) => "drift",
-            Outcome::Failed(_) => "FAIL",
-            Outcome::NotApplicable(_) => "n/a",
-        }
-    }
-
-    /// What there is to say beyond the word: the reason (failed, not applicable) or the
-    /// known drift, one per line; `None` for a pass.
-    pub fn detail(&self) -> Option<String> {
-        match self {
-            Outcome::Passed => None,
-            Outcome::Drift(notes) => Some(notes.join("\n")),
-            Outcome::Failed(reason) | Outcome::NotApplicable(reason) => Some(reason.clone()),
-        }
-    }
-}
-
-/// What a scenario gets: the binary, its capabilities and the run's settings.
+/// What a scenario gets: itself, the binary, its capabilities and the run's settings.
 pub struct Ctx {
     /// The codex under test.
     pub binary: CodexBinary,
@@ -133,70 +120,38 @@ pub struct Ctx {
     pub caps: Arc<Capabilities>,
     /// Run-wide settings.
     pub settings: Arc<Settings>,
+    scenario: Scenario,
     created: AtomicUsize,
     tally: Arc<Tally>,
 }
 
-/// What the worlds of one scenario run report back to it.
-#[derive(Debug, Default)]
-pub struct Tally {
-    /// Worlds whose after-scenario checks ran.
-    pub finished: AtomicUsize,
-    /// Divergences of this codex version (see [`crate::harness::baseline`]).
-    pub drift: Mutex<Vec<String>>,
-    /// Every request the worlds' sidecars captured, world after world.
-    pub requests: Mutex<Vec<CapturedRequest>>,
-    /// Facts the scenario recorded about this codex (see [`Ctx::observe`]).
-    pub observations: Mutex<Vec<String>>,
-    /// The sidecars of the scenario's worlds, to say so when one died.
-    pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
-}
-
-impl Tally {
-    /// Records a divergence.
-    pub fn drift(&self, what: String) {
-        lock(&self.drift).push(what);
-    }
-
-    /// Keeps a world's sidecar in view.
-    pub fn watch_sidecar(&self, health: Arc<SidecarHealth>) {
-        lock(&self.sidecars).push(health);
-    }
-
-    /// What to say about every sidecar that died without being told to stop.
-    pub fn sidecar_deaths(&self) -> Vec<String> {
-        lock(&self.sidecars)
-            .iter()
-            .filter_map(|h| h.death())
-            .collect()
-    }
-
-    /// Keeps a world's captured requests.
-    pub fn captured(&self, requests: Vec<CapturedRequest>) {
-        lock(&self.requests).extend(requests);
-    }
-
-    fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
-        std::mem::take(&mut *lock(list))
-    }
-}
-
 impl Ctx {
-    /// A context for one scenario run.
-    pub fn new(binary: CodexBinary, caps: Arc<Capabilities>, settings: Arc<Settings>) -> Ctx {
+    /// A context for one run of `scenario`.
+    pub fn new(
+        scenario: &Scenario,
+        binary: CodexBinary,
+        caps: Arc<Capabilities>,
+        settings: Arc<Settings>,
+    ) -> Ctx {
         Ctx {
             binary,
             caps,
             settings,
+            scenario: scenario.clone(),
             created: AtomicUsize::new(0),
             tally: Arc::default(),
         }
     }
 
+    /// The scenario this context runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
     /// Records a fact about this codex that the results should carry (e.g. which edit path
     /// it took), without judging it: it lands in the record, `results.json` and the report.
     pub fn observe(&self, what: impl Into<String>) {
-        lock(&self.tally.observations).push(what.into());
+        self.tally.observe(what.into());
     }
 
     /// Records that this codex version differs from the catalogue, and goes on. The
@@ -211,88 +166,16 @@ impl Ctx {
         self.created.fetch_add(1, Ordering::SeqCst);
         World::new(&self.binary, &self.settings, options, self.tally.clone()).await
     }
-}
 
-/// What one run of a scenario produced.
-#[derive(Debug, Clone)]
-pub struct Ran {
-    /// How it ended, judged against the baseline.
-    pub outcome: Outcome,
-    /// How long it took.
-    pub duration: Duration,
-    /// The requests its worlds captured (the model's view of codex), in arrival order.
-    pub requests: Vec<CapturedRequest>,
-    /// What it observed (see [`Ctx::observe`]).
-    pub observations: Vec<String>,
-}
-
-/// Runs one scenario on one target, with its timeout, and judges it against the target's
-/// baseline.
-pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Settings>) -> Ran {
-    let started = Instant::now();
-    if let Err(reason) = (scenario.applies)(&target.caps) {
-        return Ran {
-            outcome: Outcome::NotApplicable(reason),
-            duration: started.elapsed(),
-            requests: Vec::new(),
-            observations: Vec::new(),
-        };
+    /// How many worlds the scenario created.
+    pub fn worlds_created(&self) -> usize {
+        self.created.load(Ordering::SeqCst)
     }
-    let ctx = Ctx::new(target.binary.clone(), target.caps.clone(), settings);
-    let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
-    let failure = match result {
-        Err(_) => Some(format!("timed out after {:?}", scenario.timeout)),
-        Ok(Err(e)) => Some(format!("{e:#}")),
-        Ok(Ok(())) => {
-            let (c, f) = (
-                ctx.created.load(Ordering::SeqCst),
-                ctx.tally.finished.load(Ordering::SeqCst),
-            );
-            (c != f).then(|| {
-                format!(
-                    "scenario bug: {c} world(s) created, {f} finished (the after-scenario checks did not run)"
-                )
-            })
-        }
-    };
-    // A dead sidecar explains whatever followed: say it first.
-    let failure = failure.map(|f| {
-        let deaths = ctx.tally.sidecar_deaths();
-        if deaths.is_empty() {
-            f
-        } else {
-            format!("{}\nthen: {f}", deaths.join("\n"))
-        }
-    });
-    let outcome = target
-        .baseline
-        .judge(scenario.name, failure, Tally::take(&ctx.tally.drift));
-    Ran {
-        outcome,
-        duration: started.elapsed(),
-        requests: Tally::take(&ctx.tally.requests),
-        observations: Tally::take(&ctx.tally.observations),
-    }
-}
 
-/// Every scenario, in catalogue order.
-pub fn registry() -> Vec<Scenario> {
-    let mut all = Vec::new();
-    all.extend(crate::scenarios::executor::scenarios());
-    all.extend(crate::scenarios::goal::scenarios());
-    all.extend(crate::scenarios::goal_continuation::scenarios());
-    all.extend(crate::scenarios::history::scenarios());
-    all.extend(crate::scenarios::files::scenarios());
-    all.extend(crate::scenarios::request_shape::scenarios());
-    all.extend(crate::scenarios::lifecycle::scenarios());
-    all.extend(crate::scenarios::threads::scenarios());
-    all.extend(crate::scenarios::dynamic_tools::scenarios());
-    all.extend(crate::scenarios::interaction::scenarios());
-    all.extend(crate::scenarios::approvals::scenarios());
-    all.extend(crate::scenarios::reasoning::scenarios());
-    all.extend(crate::scenarios::fault::scenarios());
-    all.extend(crate::scenarios::protocol::scenarios());
-    all
+    /// What the scenario's worlds reported back.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
 }
 
 /// The test name of a scenario on a binary: `name[codex-0.171.0]`.
@@ -318,21 +201,12 @@ macro_rules! ensure_eq {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_are_unique_and_snake_case() {
-        let all = registry();
-        let mut names: Vec<&str> = all.iter().map(|s| s.name).collect();
-        names.sort();
-        let before = names.len();
-        names.dedup();
-        assert_eq!(before, names.len(), "duplicate scenario names");
-        for n in names {
-            assert!(
-                n.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
-                "{n}"
-            );
-        }
+    async fn nothing(_: &Ctx) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    async fn fails_with(_: &Ctx, what: &'static str, n: u32) -> anyhow::Result<()> {
+        anyhow::bail!("{what} {n}")
     }
 
     #[test]
@@ -347,12 +221,28 @@ mod tests {
     }
 
     #[test]
+    fn the_macro_and_builders_declare_one_scenario() {
+        let s = crate::scenario!("some_name", "Z1", "says what", nothing)
+            .timeout(Duration::from_secs(5))
+            .applies(|_| Err("never".to_string()));
+        assert_eq!((s.name, s.id, s.summary), ("some_name", "Z1", "says what"));
+        assert_eq!(s.timeout, Duration::from_secs(5));
+        let caps = Capabilities::default();
+        assert_eq!((s.applies)(&caps), Err("never".to_string()));
+        let with_args = crate::scenario!("with_args", "Z3", "", fails_with("row", 3));
+        assert_eq!((with_args.name, with_args.id), ("with_args", "Z3"));
+        let plain = crate::scenario!("other", "Z2", "", nothing);
+        assert_eq!(plain.timeout, Duration::from_secs(60));
+        assert_eq!((plain.applies)(&caps), Ok(()));
+    }
+
+    #[test]
     fn test_names_carry_the_version() {
-        let s = registry()[0];
+        let s = crate::scenario!("some_name", "Z1", "", nothing);
         let b = CodexBinary {
             path: "/x/codex".into(),
             version: "0.171.0".into(),
         };
-        assert_eq!(test_name(&s, &b), format!("{}[codex-0.171.0]", s.name));
+        assert_eq!(test_name(&s, &b), "some_name[codex-0.171.0]");
     }
 }

@@ -17,14 +17,14 @@ use codex_parity_sidecar::Scripted;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::proxy::RecordingProxy;
-use crate::harness::scenario::Tally;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
+use crate::harness::tally::Tally;
 
 /// The API key codex sends to the mock (`authorization: Bearer ...`).
 pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
 
 /// The model configured for the mock provider.
-pub const MOCK_MODEL: &str = "mock-model";
+pub use crate::app_server::turn::MOCK_MODEL;
 
 /// How a world's codex is configured (`parity-scenarios.md` §0.1 by default).
 #[derive(Debug, Clone)]

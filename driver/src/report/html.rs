@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::escape;
 use super::matrix::Matrix;
 use super::sections::{Section, anchor};
-use crate::harness::scenario::Outcome;
+use crate::harness::outcome::Outcome;
 
 const STYLE: &str = "
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1d1d1f; }

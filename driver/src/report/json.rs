@@ -26,7 +26,7 @@ use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{Column, Entry, Matrix, Row};
-use crate::harness::scenario::Outcome;
+use crate::harness::outcome::Outcome;
 use crate::harness::shard::Shard;
 
 /// The version of the file's shape.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::matrix::Matrix;
 use super::{escape, escape_attr};
-use crate::harness::scenario::Outcome;
+use crate::harness::outcome::Outcome;
 
 /// The matrix as JUnit XML.
 pub fn render(matrix: &Matrix) -> String {

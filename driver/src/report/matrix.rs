@@ -8,8 +8,9 @@ use std::time::Duration;
 use anyhow::{bail, ensure};
 
 use crate::codex::binaries::CodexBinary;
+use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
-use crate::harness::scenario::{Outcome, Scenario};
+use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
 
 /// A row: one scenario.

@@ -5,7 +5,7 @@
 //! versions or a diff of the requests they build becomes one more [`Section`] appended to
 //! the list handed to [`crate::report::write_dir`]; the renderers need no change.
 
-use crate::harness::scenario::Outcome;
+use crate::harness::outcome::Outcome;
 use crate::report::matrix::{Entry, Matrix};
 
 /// One titled part of the report below the matrix.

@@ -9,8 +9,8 @@ use std::fmt::Write;
 use std::sync::Mutex;
 
 use super::matrix::Matrix;
+use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
-use crate::harness::scenario::Outcome;
 use crate::lock;
 
 /// Counts finished scenarios per binary: `codex-0.171.0 [3/17] pass streaming_deltas (0.6s)`.

@@ -13,10 +13,10 @@ use super::{
 };
 use crate::app_server::AppServer;
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
-use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
+use crate::scenario;
 
 /// The server request that asks to run a command.
 const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
@@ -26,58 +26,42 @@ const FILE_APPROVAL: &str = "item/fileChange/requestApproval";
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
-    let command =
-        |name, id, summary, run: ScenarioFn| s(name, id, summary, run).applies(needs_command);
-    let file = |name, id, summary, run: ScenarioFn| s(name, id, summary, run).applies(needs_file);
     vec![
-        command(
+        scenario!(
             "approval_command_accept",
             "E11a",
             "an accepted command approval runs the command",
-            |c| Box::pin(command_approval(c, Decision::Accept)),
-        ),
-        command(
+            command_approval(Decision::Accept)
+        )
+        .applies(|caps| caps.needs_server_request(COMMAND_APPROVAL)),
+        scenario!(
             "approval_command_decline",
             "E11b",
             "a declined command approval does not run it; the model still gets an output",
-            |c| Box::pin(command_approval(c, Decision::Decline)),
-        ),
-        s(
+            command_approval(Decision::Decline)
+        )
+        .applies(|caps| caps.needs_server_request(COMMAND_APPROVAL)),
+        scenario!(
             "approval_policy_untrusted_in_config",
             "E11e",
             "approval_policy = \"untrusted\" in config.toml is accepted (the catalogue's recipe)",
-            |c| Box::pin(untrusted_in_config(c)),
+            untrusted_in_config
         ),
-        file(
+        scenario!(
             "approval_file_change_accept",
             "E11c",
             "an accepted file change approval writes the file",
-            |c| Box::pin(file_approval(c, Decision::Accept)),
-        ),
-        file(
+            file_approval(Decision::Accept)
+        )
+        .applies(|caps| caps.needs_server_request(FILE_APPROVAL)),
+        scenario!(
             "approval_file_change_decline",
             "E11d",
             "a declined file change approval leaves the workspace alone",
-            |c| Box::pin(file_approval(c, Decision::Decline)),
-        ),
+            file_approval(Decision::Decline)
+        )
+        .applies(|caps| caps.needs_server_request(FILE_APPROVAL)),
     ]
-}
-
-fn needs_server_request(caps: &Capabilities, method: &str) -> Result<(), String> {
-    if caps.server_requests.contains(method) {
-        Ok(())
-    } else {
-        Err(format!("this codex sends no {method}"))
-    }
-}
-
-fn needs_command(caps: &Capabilities) -> Result<(), String> {
-    needs_server_request(caps, COMMAND_APPROVAL)
-}
-
-fn needs_file(caps: &Capabilities) -> Result<(), String> {
-    needs_server_request(caps, FILE_APPROVAL)
 }
 
 /// What the client answers.

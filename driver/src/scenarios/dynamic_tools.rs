@@ -6,57 +6,60 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::executor::needs_dynamic_tools;
 use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
+use crate::scenario;
 use crate::scenarios::support::png;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run: ScenarioFn| {
-        Scenario::new(name, id, summary, run).applies(needs_dynamic_tools)
-    };
     vec![
-        s(
+        scenario!(
             "dynamic_tools_need_experimental_api",
             "E8a",
             "dynamicTools without experimentalApi is refused",
-            |c| Box::pin(needs_experimental(c)),
-        ),
-        s(
+            needs_experimental
+        )
+        .applies(Capabilities::needs_dynamic_tools),
+        scenario!(
             "dynamic_tool_namespace_and_deferred",
             "E8b",
             "a namespaced tool call names its namespace; a deferred tool is not offered",
-            |c| Box::pin(namespaced(c)),
-        ),
-        s(
+            namespaced
+        )
+        .applies(Capabilities::needs_dynamic_tools),
+        scenario!(
             "dynamic_tool_specs_refused",
             "E8c",
             "a deferred tool without namespace and a dotted name are refused",
-            |c| Box::pin(refused_specs(c)),
-        ),
-        s(
+            refused_specs
+        )
+        .applies(Capabilities::needs_dynamic_tools),
+        scenario!(
             "dynamic_tool_text_and_image_output",
             "E8d",
             "text and image content items reach the model as input_text and input_image",
-            |c| Box::pin(rich_output(c)),
-        ),
-        s(
+            rich_output
+        )
+        .applies(Capabilities::needs_dynamic_tools),
+        scenario!(
             "dynamic_tool_failure_reaches_model",
             "E8e",
             "success:false is reported and its output still reaches the model",
-            |c| Box::pin(failed_tool(c)),
-        ),
-        s(
+            failed_tool
+        )
+        .applies(Capabilities::needs_dynamic_tools),
+        scenario!(
             "dynamic_tool_schema_rejected_by_model_api",
             "E8f",
             "an invalid_function_parameters 400 fails the turn naming the tool schema",
-            |c| Box::pin(schema_rejected(c)),
-        ),
+            schema_rejected
+        )
+        .applies(Capabilities::needs_dynamic_tools),
     ]
 }
 

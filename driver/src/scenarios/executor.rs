@@ -19,81 +19,68 @@ use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{MOCK_MODEL, WorldOptions};
+use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "smoke_uses_mock_responses",
             "A1",
             "a turn reaches the mock and its answer comes back",
-            |c| Box::pin(smoke(c)),
+            smoke
         ),
-        s(
+        scenario!(
             "streaming_deltas",
             "A2",
             "streamed deltas arrive in order, the final text once",
-            |c| Box::pin(streaming(c)),
+            streaming
         ),
-        s(
+        scenario!(
             "usage_and_model_override_cross_boundary",
             "A3",
             "exact usage and a per-turn model override cross the boundary",
-            |c| Box::pin(usage_override(c, false)),
+            usage_override(false)
         ),
-        s(
+        scenario!(
             "usage_and_thread_model_override_cross_boundary",
             "A3b",
             "the model override on thread/start reaches the request",
-            |c| Box::pin(usage_override(c, true)),
+            usage_override(true)
         ),
-        s(
+        scenario!(
             "uses_last_unknown_phase_message",
             "A4",
             "the last message without a phase is the answer",
-            |c| Box::pin(last_unknown_phase(c)),
+            last_unknown_phase
         ),
-        s(
+        scenario!(
             "final_answer_phase_wins",
             "A5",
             "a final_answer message wins over commentary",
-            |c| Box::pin(final_answer_wins(c)),
+            final_answer_wins
         ),
-        s(
+        scenario!(
             "commentary_only_does_not_become_final_response",
             "A6",
             "commentary alone gives an empty final response",
-            |c| Box::pin(commentary_only(c)),
+            commentary_only
         ),
-        Scenario {
-            timeout: Duration::from_secs(90),
-            ..s(
-                "ignores_retry_progress_until_terminal_failure",
-                "A7",
-                "retry progress is progress; one terminal failure after 1 + 5 requests",
-                |c| Box::pin(retry_progress(c)),
-            )
-        },
-        Scenario {
-            applies: needs_dynamic_tools,
-            ..s(
-                "dynamic_tool_round_trip",
-                "A8",
-                "a dynamic tool call goes to the client and back",
-                |c| Box::pin(dynamic_tool(c)),
-            )
-        },
+        scenario!(
+            "ignores_retry_progress_until_terminal_failure",
+            "A7",
+            "retry progress is progress; one terminal failure after 1 + 5 requests",
+            retry_progress
+        )
+        .timeout(Duration::from_secs(90)),
+        scenario!(
+            "dynamic_tool_round_trip",
+            "A8",
+            "a dynamic tool call goes to the client and back",
+            dynamic_tool
+        )
+        .applies(Capabilities::needs_dynamic_tools),
     ]
-}
-
-/// `thread/start.dynamicTools` exists in the experimental schema.
-pub fn needs_dynamic_tools(caps: &Capabilities) -> Result<(), String> {
-    if caps.has_field("ThreadStartParams", "dynamicTools") {
-        Ok(())
-    } else {
-        Err("ThreadStartParams has no dynamicTools".into())
-    }
 }
 
 async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {

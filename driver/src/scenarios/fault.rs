@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
@@ -101,121 +102,119 @@ impl Fault {
     }
 }
 
-/// The group's scenarios.
+/// The group's rows, in catalogue order: scenario name, catalogue id, summary and the
+/// fault. The rows whose fault retries may take the default 60 s, the others 30 s.
+const ROWS: &[(&str, &str, &str, &Fault)] = &[
+    (
+        "fault_http_500_fails_the_turn",
+        "E14a",
+        "HTTP 500, retries off: 1 request, internalServerError",
+        &HTTP_500,
+    ),
+    (
+        "fault_http_400_body_becomes_the_message",
+        "E14b",
+        "HTTP 400 with a JSON error: the raw body is the message, category other",
+        &HTTP_400,
+    ),
+    (
+        "fault_http_401_unauthorized",
+        "E14c",
+        "HTTP 401: status, body and URL in the message, httpConnectionFailed 401",
+        &HTTP_401,
+    ),
+    (
+        "fault_http_429_exceeds_retry_limit",
+        "E14d",
+        "HTTP 429, retries off: responseTooManyFailedAttempts 429",
+        &HTTP_429,
+    ),
+    (
+        "fault_http_429_with_retry_after",
+        "E14e",
+        "HTTP 429 with retry-after, retries off: the same single failure",
+        &HTTP_429_RETRY_AFTER,
+    ),
+    (
+        "fault_response_failed_server_error",
+        "E14f",
+        "response.failed server_error, retries off: stream disconnected, category other",
+        &SERVER_ERROR,
+    ),
+    (
+        "fault_context_length_exceeded",
+        "E14g",
+        "response.failed context_length_exceeded: contextWindowExceeded",
+        &CONTEXT_LENGTH,
+    ),
+    (
+        "fault_insufficient_quota",
+        "E14h",
+        "response.failed insufficient_quota: usageLimitExceeded",
+        &INSUFFICIENT_QUOTA,
+    ),
+    (
+        "fault_rate_limit_exceeded",
+        "E14i",
+        "response.failed rate_limit_exceeded: rateLimitExceeded",
+        &RATE_LIMIT,
+    ),
+    (
+        "fault_stream_ends_before_completed",
+        "E14j",
+        "a stream without response.completed fails the turn",
+        &TRUNCATED,
+    ),
+    (
+        "fault_malformed_sse_body",
+        "E14k",
+        "a body whose event data is not JSON, then the end: stream closed",
+        &MALFORMED_BODY,
+    ),
+    (
+        "fault_malformed_sse_event_is_skipped",
+        "E14l",
+        "one event that is not JSON between good ones is skipped; the turn completes",
+        &MALFORMED_EVENT,
+    ),
+    (
+        "fault_slow_headers_are_not_an_idle_timeout",
+        "E14m",
+        "a reply whose headers come after stream_idle_timeout_ms still completes (a stall mid-stream is not scriptable yet)",
+        &SLOW_RESPONSE,
+    ),
+    (
+        "fault_http_500_retried_by_both_layers",
+        "E14n",
+        "HTTP 500, both retry keys at 2: 9 requests, 2 progress errors, one failure",
+        &HTTP_500_RETRIED,
+    ),
+    (
+        "fault_server_error_retried_by_stream_layer",
+        "E14o",
+        "response.failed server_error, both retry keys at 2: 3 requests, 2 progress errors",
+        &SERVER_ERROR_RETRIED,
+    ),
+    (
+        "fault_http_429_retry_after_retried_by_stream_layer",
+        "E14p",
+        "HTTP 429 retry-after 1, both retry keys at 2: 3 requests a second apart",
+        &HTTP_429_RETRY_AFTER_RETRIED,
+    ),
+];
+
+/// The group's scenarios: one per row of [`ROWS`].
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
-    let short = Duration::from_secs(30);
-    vec![
-        s(
-            "fault_http_500_fails_the_turn",
-            "E14a",
-            "HTTP 500, retries off: 1 request, internalServerError",
-            |c| Box::pin(run_fault(c, &HTTP_500)),
-        )
-        .timeout(short),
-        s(
-            "fault_http_400_body_becomes_the_message",
-            "E14b",
-            "HTTP 400 with a JSON error: the raw body is the message, category other",
-            |c| Box::pin(run_fault(c, &HTTP_400)),
-        )
-        .timeout(short),
-        s(
-            "fault_http_401_unauthorized",
-            "E14c",
-            "HTTP 401: status, body and URL in the message, httpConnectionFailed 401",
-            |c| Box::pin(run_fault(c, &HTTP_401)),
-        )
-        .timeout(short),
-        s(
-            "fault_http_429_exceeds_retry_limit",
-            "E14d",
-            "HTTP 429, retries off: responseTooManyFailedAttempts 429",
-            |c| Box::pin(run_fault(c, &HTTP_429)),
-        )
-        .timeout(short),
-        s(
-            "fault_http_429_with_retry_after",
-            "E14e",
-            "HTTP 429 with retry-after, retries off: the same single failure",
-            |c| Box::pin(run_fault(c, &HTTP_429_RETRY_AFTER)),
-        )
-        .timeout(short),
-        s(
-            "fault_response_failed_server_error",
-            "E14f",
-            "response.failed server_error, retries off: stream disconnected, category other",
-            |c| Box::pin(run_fault(c, &SERVER_ERROR)),
-        )
-        .timeout(short),
-        s(
-            "fault_context_length_exceeded",
-            "E14g",
-            "response.failed context_length_exceeded: contextWindowExceeded",
-            |c| Box::pin(run_fault(c, &CONTEXT_LENGTH)),
-        )
-        .timeout(short),
-        s(
-            "fault_insufficient_quota",
-            "E14h",
-            "response.failed insufficient_quota: usageLimitExceeded",
-            |c| Box::pin(run_fault(c, &INSUFFICIENT_QUOTA)),
-        )
-        .timeout(short),
-        s(
-            "fault_rate_limit_exceeded",
-            "E14i",
-            "response.failed rate_limit_exceeded: rateLimitExceeded",
-            |c| Box::pin(run_fault(c, &RATE_LIMIT)),
-        )
-        .timeout(short),
-        s(
-            "fault_stream_ends_before_completed",
-            "E14j",
-            "a stream without response.completed fails the turn",
-            |c| Box::pin(run_fault(c, &TRUNCATED)),
-        )
-        .timeout(short),
-        s(
-            "fault_malformed_sse_body",
-            "E14k",
-            "a body whose event data is not JSON, then the end: stream closed",
-            |c| Box::pin(run_fault(c, &MALFORMED_BODY)),
-        )
-        .timeout(short),
-        s(
-            "fault_malformed_sse_event_is_skipped",
-            "E14l",
-            "one event that is not JSON between good ones is skipped; the turn completes",
-            |c| Box::pin(run_fault(c, &MALFORMED_EVENT)),
-        )
-        .timeout(short),
-        s(
-            "fault_slow_headers_are_not_an_idle_timeout",
-            "E14m",
-            "a reply whose headers come after stream_idle_timeout_ms still completes (a stall mid-stream is not scriptable yet)",
-            |c| Box::pin(run_fault(c, &SLOW_RESPONSE)),
-        )
-        .timeout(short),
-        s(
-            "fault_http_500_retried_by_both_layers",
-            "E14n",
-            "HTTP 500, both retry keys at 2: 9 requests, 2 progress errors, one failure",
-            |c| Box::pin(run_fault(c, &HTTP_500_RETRIED)),
-        ),
-        s(
-            "fault_server_error_retried_by_stream_layer",
-            "E14o",
-            "response.failed server_error, both retry keys at 2: 3 requests, 2 progress errors",
-            |c| Box::pin(run_fault(c, &SERVER_ERROR_RETRIED)),
-        ),
-        s(
-            "fault_http_429_retry_after_retried_by_stream_layer",
-            "E14p",
-            "HTTP 429 retry-after 1, both retry keys at 2: 3 requests a second apart",
-            |c| Box::pin(run_fault(c, &HTTP_429_RETRY_AFTER_RETRIED)),
-        ),
-    ]
+    ROWS.iter()
+        .map(|&(name, id, summary, fault)| {
+            let scenario = Scenario::new(name, id, summary, move |c| Box::pin(run_fault(c, fault)));
+            if fault.progress_info.is_some() {
+                scenario
+            } else {
+                scenario.timeout(Duration::from_secs(30))
+            }
+        })
+        .collect()
 }
 
 fn failed_reply(code: &'static str, message: &'static str) -> anyhow::Result<Scripted> {
@@ -428,6 +427,28 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
         parse(fault.info, "codexErrorInfo")?.to_string(),
         info.to_string(),
     );
+    compare_progress(fault, &turn, &differ)?;
+    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
+    differ(
+        "model requests",
+        fault.requests.to_string(),
+        requests.len().to_string(),
+    );
+    compare_gaps(ctx, fault, &requests);
+    check_terminal(&turn)?;
+    if requests.len() < fault.requests {
+        discard_unserved(&world).await?;
+    }
+    world.finish().await
+}
+
+/// Compares the turn's retry progress (`willRetry: true` errors) with the row's, through
+/// `differ` (what, expected, got).
+fn compare_progress(
+    fault: &Fault,
+    turn: &Turn,
+    differ: &dyn Fn(&str, String, String),
+) -> anyhow::Result<()> {
     let want_progress = match fault.progress_info {
         Some(_) => (1..=fault.stream_retries)
             .map(|i| format!("Reconnecting... {i}/{}", fault.stream_retries))
@@ -441,7 +462,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
     );
     if let Some(progress_info) = fault.progress_info {
         let want = parse(progress_info, "progress codexErrorInfo")?;
-        for p in progress_errors(&turn) {
+        for p in progress_errors(turn) {
             differ(
                 "progress codexErrorInfo",
                 want.to_string(),
@@ -454,12 +475,11 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             );
         }
     }
-    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
-    differ(
-        "model requests",
-        fault.requests.to_string(),
-        requests.len().to_string(),
-    );
+    Ok(())
+}
+
+/// Records as drift every pair of consecutive requests closer than the row's least gap.
+fn compare_gaps(ctx: &Ctx, fault: &Fault, requests: &[CapturedRequest]) {
     if let Some(min) = fault.min_gap_ms {
         for pair in requests.windows(2) {
             let gap = pair[1]
@@ -473,11 +493,6 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             }
         }
     }
-    check_terminal(&turn)?;
-    if requests.len() < fault.requests {
-        discard_unserved(&world).await?;
-    }
-    world.finish().await
 }
 
 /// The `error` objects of the progress notifications, in order.

@@ -20,6 +20,7 @@ use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
+use crate::scenario;
 use crate::scenarios::support::git;
 
 /// A model of codex's bundled catalogue (0.131.0 – 0.171.0) for which codex offers the
@@ -28,43 +29,42 @@ pub const PATCH_TOOL_MODEL: &str = "gpt-5.5";
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "file_change_add_reported",
             "D1",
             "a file created through apply_patch is reported as add and exists",
-            |c| Box::pin(single_edit(c, Change::Add)),
+            single_edit(Change::Add)
         ),
-        s(
+        scenario!(
             "file_change_update_reported",
             "D2",
             "an overwrite of a file that existed before the turn is reported as update",
-            |c| Box::pin(single_edit(c, Change::Update)),
+            single_edit(Change::Update)
         ),
-        s(
+        scenario!(
             "file_change_delete_reported",
             "D3",
             "a deletion is reported as delete and the file is gone",
-            |c| Box::pin(single_edit(c, Change::Delete)),
+            single_edit(Change::Delete)
         ),
-        s(
+        scenario!(
             "file_changes_via_apply_patch_tool",
             "D1b",
             "add, update and delete through the apply_patch tool are reported alike",
-            |c| Box::pin(patch_tool(c)),
+            patch_tool
         ),
-        s(
+        scenario!(
             "shell_write_not_reported_as_file_change",
             "D4",
             "a file written by a plain shell command is no fileChange",
-            |c| Box::pin(shell_write(c)),
+            shell_write
         ),
-        s(
+        scenario!(
             "file_changes_in_git_repository_match_plain",
             "D5",
             "add, update and delete are reported the same in a git repository",
-            |c| Box::pin(git_repository(c)),
+            git_repository
         ),
     ]
 }

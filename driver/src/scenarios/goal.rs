@@ -15,99 +15,84 @@ use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
-use crate::harness::scenario::{Ctx, Scenario, ScenarioFn};
+use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
-
-const GOAL_METHODS: [&str; 3] = ["thread/goal/set", "thread/goal/get", "thread/goal/clear"];
+use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = |name, id, summary, run: ScenarioFn| {
-        Scenario::new(name, id, summary, run).applies(needs_goals)
-    };
     vec![
-        s(
+        scenario!(
             "goal_set_get_clear_round_trip",
             "B1",
             "set, pause, resume, get, clear twice",
-            |c| Box::pin(round_trip(c)),
-        ),
-        s(
+            round_trip
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_set_preserves_null_token_budget",
             "B2",
             "an explicit null budget stays null",
-            |c| Box::pin(null_budget(c)),
-        ),
-        s(
+            null_budget
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_budget_absent_keeps_null_clears",
             "B3",
             "absent keeps the budget, null clears it, 0 and -1 are refused",
-            |c| Box::pin(budget_semantics(c)),
-        ),
-        s(
+            budget_semantics
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_set_preserves_budget_limited_same_objective",
             "B4",
             "re-setting the objective keeps budgetLimited",
-            |c| Box::pin(budget_limited_kept(c)),
-        ),
-        Scenario {
-            applies: needs_stopped_statuses,
-            ..s(
-                "goal_set_persists_resumable_stopped_statuses",
-                "B5",
-                "blocked and usageLimited persist",
-                |c| Box::pin(stopped_statuses(c)),
-            )
-        },
-        s(
+            budget_limited_kept
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
+            "goal_set_persists_resumable_stopped_statuses",
+            "B5",
+            "blocked and usageLimited persist",
+            stopped_statuses
+        )
+        .applies(Capabilities::needs_stopped_statuses),
+        scenario!(
             "goal_on_thread_before_first_turn",
             "B6",
             "a goal can be set before the first turn",
-            |c| Box::pin(goal_first(c)),
-        ),
-        s(
+            goal_first
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_refused_on_ephemeral_thread",
             "B9",
             "ephemeral threads refuse goals",
-            |c| Box::pin(ephemeral(c)),
-        ),
-        s(
+            ephemeral
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_availability_gates",
             "B10",
             "goals need experimentalApi and the goals feature where the schema says so",
-            |c| Box::pin(availability_gates(c)),
-        ),
-        s(
+            availability_gates
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_paused_survives_restart",
             "B11",
             "a paused goal survives an app-server restart",
-            |c| Box::pin(survives_restart(c)),
-        ),
-        s(
+            survives_restart
+        )
+        .applies(Capabilities::needs_goals),
+        scenario!(
             "goal_invalid_input_rejected",
             "B12",
             "empty, over-long objectives and unknown statuses are refused; nothing changes",
-            |c| Box::pin(invalid_input(c)),
-        ),
+            invalid_input
+        )
+        .applies(Capabilities::needs_goals),
     ]
-}
-
-/// The binary has the goal methods.
-pub fn needs_goals(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&GOAL_METHODS)
-}
-
-pub(super) fn needs_stopped_statuses(caps: &Capabilities) -> Result<(), String> {
-    needs_goals(caps)?;
-    let missing: Vec<&str> = ["blocked", "usageLimited"]
-        .into_iter()
-        .filter(|s| !caps.enum_has("ThreadGoalStatus", s))
-        .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("ThreadGoalStatus has no {}", missing.join(", ")))
-    }
 }
 
 /// World options for goals: autonomous turns allowed, the feature enabled where it is

@@ -10,13 +10,15 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::goal::{
-    await_settle, bootstrap, continuation_started, goal, goal_becomes, needs_goals,
-    needs_stopped_statuses, no_turn_within, script_settle,
+    await_settle, bootstrap, continuation_started, goal, goal_becomes, no_turn_within,
+    script_settle,
 };
 use super::{costed_reply, expect_requests, requests_arrived};
 use crate::app_server::{AppServer, Inbound};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::scenario;
 
 /// The usage of every costed reply: 100 input (20 cached) + 7 output = 87 goal tokens.
 const USAGE: Usage = Usage {
@@ -30,48 +32,18 @@ const USAGE: Usage = Usage {
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
-        Scenario::new(
-            "goal_continuation_ends_with_update_goal",
-            "B7",
-            "an active goal runs turns until update_goal completes it",
-            |c| Box::pin(continuation(c)),
-        )
-        .applies(needs_goals),
-        Scenario::new(
-            "goal_budget_exhaustion_stops_at_budget_limited",
-            "B8",
-            "continuations stop at budgetLimited after exactly the budget's worth of turns",
-            |c| Box::pin(budget_exhaustion(c)),
-        )
-        .applies(needs_goals),
-        Scenario::new(
-            "goal_edit_objective_keeps_usage_and_created_at",
-            "B13",
-            "editing the objective keeps tokensUsed, createdAt and the budget",
-            |c| Box::pin(edit_objective(c)),
-        )
-        .applies(needs_goals),
-        Scenario::new(
-            "goal_failing_continuation_blocks_goal",
-            "B14",
-            "a failed continuation blocks the goal (server_error) or limits it (insufficient_quota)",
-            |c| Box::pin(failing_continuation(c)),
-        )
-        .applies(needs_stopped_statuses),
-        Scenario::new(
-            "goal_interrupted_continuation_pauses_goal",
-            "B15",
-            "interrupting a continuation pauses the goal",
-            |c| Box::pin(interrupted_continuation(c)),
-        )
-        .applies(needs_goals),
-        Scenario::new(
-            "goal_three_empty_continuations_block_goal",
-            "B16",
-            "three continuations without activity block the goal",
-            |c| Box::pin(empty_continuations(c)),
-        )
-        .applies(needs_stopped_statuses),
+        scenario!("goal_continuation_ends_with_update_goal", "B7", "an active goal runs turns until update_goal completes it", continuation)
+        .applies(Capabilities::needs_goals),
+        scenario!("goal_budget_exhaustion_stops_at_budget_limited", "B8", "continuations stop at budgetLimited after exactly the budget's worth of turns", budget_exhaustion)
+        .applies(Capabilities::needs_goals),
+        scenario!("goal_edit_objective_keeps_usage_and_created_at", "B13", "editing the objective keeps tokensUsed, createdAt and the budget", edit_objective)
+        .applies(Capabilities::needs_goals),
+        scenario!("goal_failing_continuation_blocks_goal", "B14", "a failed continuation blocks the goal (server_error) or limits it (insufficient_quota)", failing_continuation)
+        .applies(Capabilities::needs_stopped_statuses),
+        scenario!("goal_interrupted_continuation_pauses_goal", "B15", "interrupting a continuation pauses the goal", interrupted_continuation)
+        .applies(Capabilities::needs_goals),
+        scenario!("goal_three_empty_continuations_block_goal", "B16", "three continuations without activity block the goal", empty_continuations)
+        .applies(Capabilities::needs_stopped_statuses),
     ]
 }
 

@@ -17,6 +17,7 @@ use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
+use crate::scenario;
 use crate::scenarios::support::git;
 use crate::scenarios::support::rollout::{self, ClonedRollout};
 
@@ -31,85 +32,63 @@ const NO_ROLLOUT: &str = "no rollout found for thread id";
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "resume_in_new_process_carries_history",
             "C1",
             "a thread resumed by a new app-server sends its history to the model",
-            |c| Box::pin(resume_in_new_process(c, false)),
+            resume_in_new_process(false)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "resume_without_turns_carries_history",
             "C1b",
             "resume with excludeTurns lists no turns and still sends the history",
-            |c| Box::pin(resume_in_new_process(c, true)),
+            resume_in_new_process(true)
         )
-        .applies(needs_exclude_turns),
-        s(
+        .applies(Capabilities::needs_exclude_turns),
+        scenario!(
             "fresh_thread_does_not_know_the_code_word",
             "C2",
             "negative control: a new thread in the same home sends no old history",
-            |c| Box::pin(fresh_thread(c)),
+            fresh_thread
         ),
-        s(
+        scenario!(
             "fork_branches_history_both_threads_continue",
             "C3",
             "a fork carries the history; fork and source then go on independently",
-            |c| Box::pin(fork(c)),
+            fork
         )
-        .applies(needs_fork),
-        s(
+        .applies(Capabilities::needs_fork),
+        scenario!(
             "rollout_clone_same_directory_carries_history",
             "C4",
             "a rollout cloned into a fresh home under a new id resumes with its history",
-            |c| Box::pin(clone(c, false)),
+            clone(false)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "rollout_clone_into_git_worktree_carries_history",
             "C5",
             "a rollout cloned into a new git worktree resumes there with its history",
-            |c| Box::pin(clone(c, true)),
+            clone(true)
         )
-        .applies(needs_resume),
-        s(
+        .applies(Capabilities::needs_resume),
+        scenario!(
             "resume_or_fork_of_unknown_thread_is_refused",
             "C6",
             "resume and fork of an unknown or unmaterialized thread fail and write nothing",
-            |c| Box::pin(refused(c)),
+            refused
         )
-        .applies(needs_resume_and_fork),
-        s(
+        .applies(Capabilities::needs_resume_and_fork),
+        scenario!(
             "synthesized_rollout_resumes_with_history",
             "C7",
             "a rollout written by hand resumes with its turn and history",
-            |c| Box::pin(synthesized(c)),
+            synthesized
         )
-        .applies(needs_resume),
+        .applies(Capabilities::needs_resume),
     ]
-}
-
-fn needs_resume(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/resume"])
-}
-
-fn needs_exclude_turns(caps: &Capabilities) -> Result<(), String> {
-    needs_resume(caps)?;
-    if caps.has_field("ThreadResumeParams", "excludeTurns") {
-        Ok(())
-    } else {
-        Err("ThreadResumeParams has no excludeTurns".into())
-    }
-}
-
-fn needs_fork(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/fork", "thread/list"])
-}
-
-fn needs_resume_and_fork(caps: &Capabilities) -> Result<(), String> {
-    caps.require_methods(&["thread/resume", "thread/fork"])
 }
 
 /// `FORKWORD_` and six random upper-case hex digits.
@@ -419,26 +398,7 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
 
     let cursor = app.cursor();
     let forked = app.thread_fork(&source, json!({})).await?;
-    let f = &forked["thread"];
-    let fork_id = f["id"]
-        .as_str()
-        .with_context(|| format!("thread/fork result without thread.id: {forked}"))?
-        .to_string();
-    ensure!(fork_id != source, "the fork kept the source id {source}");
-    ensure_eq!(f["forkedFromId"], json!(source), "fork forkedFromId");
-    let fork_path = f["path"].as_str().map(PathBuf::from);
-    ensure!(
-        fork_path
-            .as_ref()
-            .is_some_and(|p| p.is_absolute() && *p != source_path),
-        "fork path {} is not a new absolute path",
-        f["path"]
-    );
-    ensure_eq!(
-        f.get("name").cloned().unwrap_or(Value::Null),
-        Value::Null,
-        "fork name"
-    );
+    let fork_id = forked_thread(&forked, &source, &source_path)?;
     app.wait_notification(cursor, "thread/started", Duration::from_secs(5), |p| {
         p["thread"]["id"] == fork_id.as_str()
     })
@@ -477,16 +437,54 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
     );
 
     let requests = expect_requests(&world, 3).await?;
+    fork_requests(&requests, &fork_id, &source, &word)?;
+    world.finish().await
+}
+
+/// The `thread/fork` result names a new thread forked from `source`, with a new absolute
+/// rollout path and no name; returns the fork's id.
+fn forked_thread(forked: &Value, source: &str, source_path: &Path) -> anyhow::Result<String> {
+    let f = &forked["thread"];
+    let fork_id = f["id"]
+        .as_str()
+        .with_context(|| format!("thread/fork result without thread.id: {forked}"))?
+        .to_string();
+    ensure!(fork_id != source, "the fork kept the source id {source}");
+    ensure_eq!(f["forkedFromId"], json!(source), "fork forkedFromId");
+    let fork_path = f["path"].as_str().map(PathBuf::from);
+    ensure!(
+        fork_path
+            .as_ref()
+            .is_some_and(|p| p.is_absolute() && *p != *source_path),
+        "fork path {} is not a new absolute path",
+        f["path"]
+    );
+    ensure_eq!(
+        f.get("name").cloned().unwrap_or(Value::Null),
+        Value::Null,
+        "fork name"
+    );
+    Ok(fork_id)
+}
+
+/// The fork's one request carries the source's history and nothing of the source's second
+/// turn; the source's second request keeps its own history and lacks the fork's recall.
+fn fork_requests(
+    requests: &[CapturedRequest],
+    fork_id: &str,
+    source: &str,
+    word: &str,
+) -> anyhow::Result<()> {
     let of = |id: &str| -> Vec<&CapturedRequest> {
         requests
             .iter()
             .filter(|r| r.header("thread-id") == Some(id))
             .collect()
     };
-    let (on_fork, on_source) = (of(&fork_id), of(&source));
+    let (on_fork, on_source) = (of(fork_id), of(source));
     ensure_eq!(on_fork.len(), 1, "requests with thread-id {fork_id}");
     ensure_eq!(on_source.len(), 2, "requests with thread-id {source}");
-    carries_history(on_fork[0], &word)?;
+    carries_history(on_fork[0], word)?;
     ensure!(
         !on_fork[0].body_contains_text("Source continues"),
         "the fork's request contains the source's second turn"
@@ -498,10 +496,10 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
         "the source's second request, last user text"
     );
     ensure!(
-        second.body_contains_text(&word) && !second.body_contains_text(RECALL),
+        second.body_contains_text(word) && !second.body_contains_text(RECALL),
         "the source's second request should keep its own history and lack the fork's recall"
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {

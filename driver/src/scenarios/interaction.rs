@@ -13,6 +13,7 @@ use super::{expect_requests, requests_arrived, rpc_error, setup};
 use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::scenario;
 use crate::scenarios::support::png;
 
 /// How long the mock holds back the answer a turn is interrupted in.
@@ -23,25 +24,24 @@ const STEER_DELAY_MS: u64 = 1500;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "turn_interrupt_ends_turn_interrupted",
             "E9",
             "turn/interrupt ends a waiting turn at once; the thread takes a new turn",
-            |c| Box::pin(interrupt(c)),
+            interrupt
         ),
-        s(
+        scenario!(
             "turn_steer_reaches_next_request",
             "E10",
             "steered input reaches the next request of the same turn; bad steers are errors",
-            |c| Box::pin(steer(c)),
+            steer
         ),
-        s(
+        scenario!(
             "image_input_reaches_request",
             "E12",
             "image and localImage inputs arrive as input_image parts",
-            |c| Box::pin(image_input(c)),
+            image_input
         ),
     ]
 }

@@ -14,48 +14,38 @@ use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
+use crate::scenario;
 use crate::scenarios::support::rollout::rollout_files;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "turn_lifecycle_shape",
             "E2",
             "turn/start result, notification order, turn/completed shape",
-            |c| Box::pin(lifecycle_shape(c)),
+            lifecycle_shape
         ),
-        s(
+        scenario!(
             "run_result_empty_last_message",
             "E3",
             "an empty last message is the final response",
-            |c| Box::pin(empty_last_message(c)),
+            empty_last_message
         ),
-        s(
+        scenario!(
             "run_result_failed_turn",
             "E3",
             "a failed response fails the turn after one request",
-            |c| Box::pin(failed_turn(c)),
+            failed_turn
         ),
-        Scenario {
-            applies: needs_ephemeral,
-            ..s(
-                "ephemeral_thread",
-                "E15",
-                "an ephemeral thread runs a turn and leaves no rollout",
-                |c| Box::pin(ephemeral(c)),
-            )
-        },
+        scenario!(
+            "ephemeral_thread",
+            "E15",
+            "an ephemeral thread runs a turn and leaves no rollout",
+            ephemeral
+        )
+        .applies(Capabilities::needs_ephemeral),
     ]
-}
-
-fn needs_ephemeral(caps: &Capabilities) -> Result<(), String> {
-    if caps.has_field("ThreadStartParams", "ephemeral") {
-        Ok(())
-    } else {
-        Err("ThreadStartParams has no ephemeral".into())
-    }
 }
 
 async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {

@@ -1,7 +1,9 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! and `goal_continuation` (group B), `history` (group C), `files` (group D), `request_shape`
 //! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
-//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13) and `fault` (E14).
+//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13) and `fault` (E14);
+//! [`registry()`] lists them all. Each group file declares its scenarios with
+//! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
 pub mod dynamic_tools;
@@ -15,9 +17,12 @@ pub mod interaction;
 pub mod lifecycle;
 pub mod protocol;
 pub mod reasoning;
+pub mod registry;
 pub mod request_shape;
 pub mod support;
 pub mod threads;
+
+pub use registry::registry;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -14,34 +14,34 @@ use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
+use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "protocol_handshake_errors",
             "E16",
             "requests before initialize, a second initialize, a non-JSON line",
-            |c| Box::pin(handshake_errors(c)),
+            handshake_errors
         ),
-        s(
+        scenario!(
             "protocol_method_inventory",
             "E16",
             "an unknown method lists exactly the schema's client requests",
-            |c| Box::pin(method_inventory(c)),
+            method_inventory
         ),
-        s(
+        scenario!(
             "protocol_opt_out_notifications",
             "E16",
             "optOutNotificationMethods suppresses the noise",
-            |c| Box::pin(opt_out(c)),
+            opt_out
         ),
-        s(
+        scenario!(
             "hermetic_no_network_escape",
             "E16",
             "no connection leaves the machine during start-up, a turn and idle",
-            |c| Box::pin(hermetic(c)),
+            hermetic
         ),
     ]
 }

@@ -15,14 +15,15 @@ use super::{expect_requests, setup};
 use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    vec![Scenario::new(
+    vec![scenario!(
         "reasoning_events_and_echo",
         "E13",
         "reasoning summary deltas and item reach the client; the item goes back to the model",
-        |c| Box::pin(reasoning(c)),
+        reasoning
     )]
 }
 

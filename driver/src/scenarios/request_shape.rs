@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 
 use super::{check_identity_headers, expect_requests, header, setup_with};
 use crate::app_server::turn::{TurnOptions, run_turn, text};
-use crate::codex::capabilities::Capabilities;
 use crate::drift::golden;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{MOCK_MODEL, WorldOptions};
+use crate::scenario;
 
 /// The `baseInstructions` of the variant.
 pub const BASE_INSTRUCTIONS: &str = "You are a mock agent.";
@@ -32,45 +32,34 @@ const PROMPT: &str = "describe the request shape";
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "request_shape_plain",
             "E1",
             "a plain turn's headers and body flags; the request equals the golden file",
-            |c| Box::pin(plain(c)),
+            plain
         ),
-        s(
+        scenario!(
             "request_shape_base_instructions",
             "E1",
             "baseInstructions replace codex's base prompt in the request",
-            |c| Box::pin(base_instructions(c)),
+            base_instructions
         )
-        .applies(|caps| needs_thread_field(caps, "baseInstructions")),
-        s(
+        .applies(|caps| caps.needs_thread_field("baseInstructions")),
+        scenario!(
             "request_shape_developer_instructions",
             "E1",
             "developerInstructions arrive in a developer message",
-            |c| Box::pin(developer_instructions(c)),
+            developer_instructions
         )
-        .applies(|caps| needs_thread_field(caps, "developerInstructions")),
+        .applies(|caps| caps.needs_thread_field("developerInstructions")),
     ]
 }
 
-/// `thread/start` takes `field`.
-fn needs_thread_field(caps: &Capabilities, field: &str) -> Result<(), String> {
-    if caps.has_field("ThreadStartParams", field) {
-        Ok(())
-    } else {
-        Err(format!("ThreadStartParams has no {field}"))
-    }
-}
-
 /// One plain turn on a thread started with `thread_params`: checks the invariant headers
-/// and body fields, then `check` on the model request, then the golden file of `scenario`.
+/// and body fields, then `check` on the model request, then the golden file of the scenario.
 async fn one_turn(
     ctx: &Ctx,
-    scenario: &str,
     thread_params: Value,
     check: impl FnOnce(&CapturedRequest) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
@@ -98,7 +87,7 @@ async fn one_turn(
     // `--bless`) even when they differ from the golden file.
     let all = world.sidecar.all_requests().await?;
     world.finish().await?;
-    golden::assert_matches(ctx, scenario, &all)
+    golden::assert_matches(ctx, &all)
 }
 
 /// The headers of `codex-app-server.md` §6 that the catalogue states for every version.
@@ -180,7 +169,7 @@ fn instruction_texts(r: &CapturedRequest) -> Vec<String> {
 }
 
 async fn plain(ctx: &Ctx) -> anyhow::Result<()> {
-    one_turn(ctx, "request_shape_plain", json!({}), |r| {
+    one_turn(ctx, json!({}), |r| {
         // The base prompt reaches the model, as `instructions` or as a developer message
         // (which one is the version's, in its golden file).
         ensure!(
@@ -196,7 +185,7 @@ async fn plain(ctx: &Ctx) -> anyhow::Result<()> {
 
 async fn base_instructions(ctx: &Ctx) -> anyhow::Result<()> {
     let params = json!({"baseInstructions": BASE_INSTRUCTIONS});
-    one_turn(ctx, "request_shape_base_instructions", params, |r| {
+    one_turn(ctx, params, |r| {
         let texts = instruction_texts(r);
         ensure!(
             texts.iter().any(|t| t == BASE_INSTRUCTIONS),
@@ -214,7 +203,7 @@ async fn base_instructions(ctx: &Ctx) -> anyhow::Result<()> {
 
 async fn developer_instructions(ctx: &Ctx) -> anyhow::Result<()> {
     let params = json!({"developerInstructions": DEVELOPER_INSTRUCTIONS});
-    one_turn(ctx, "request_shape_developer_instructions", params, |r| {
+    one_turn(ctx, params, |r| {
         ensure!(
             r.has_message_with_input_texts("developer", |texts| texts
                 .iter()

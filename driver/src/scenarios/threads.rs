@@ -16,34 +16,34 @@ use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
+use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    let s = Scenario::new;
     vec![
-        s(
+        scenario!(
             "interleaved_turns_route_by_thread",
             "E4",
             "concurrent turns on two threads each see only their own events",
-            |c| Box::pin(interleaved(c)),
+            interleaved
         ),
-        s(
+        scenario!(
             "model_list_during_turn",
             "E5",
             "model/list answers while a turn waits for the model, without HTTP",
-            |c| Box::pin(model_list_during_turn(c)),
+            model_list_during_turn
         ),
-        s(
+        scenario!(
             "thread_bookkeeping",
             "E6",
             "name, read, list and archive a thread; an archived thread is not resumed",
-            |c| Box::pin(bookkeeping(c)),
+            bookkeeping
         ),
-        s(
+        scenario!(
             "resume_returns_history_and_token_usage",
             "E7",
             "a resume in a new process returns the history and restores token usage",
-            |c| Box::pin(resume_history(c)),
+            resume_history
         ),
     ]
 }

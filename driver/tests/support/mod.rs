@@ -11,8 +11,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::Target;
-use codex_parity::harness::scenario::{Outcome, Scenario, run_scenario};
+use codex_parity::harness::runner::run_scenario;
+use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use rustix::process::Signal;

@@ -1,0 +1,61 @@
+//! What the worlds of one scenario run report back to it: how many finished, the drift,
+//! the captured requests, the observations and the sidecars to watch.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use codex_parity_sidecar::captured::CapturedRequest;
+
+use crate::harness::sidecar::SidecarHealth;
+use crate::lock;
+
+/// What the worlds of one scenario run report back to it.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Worlds whose after-scenario checks ran.
+    pub finished: AtomicUsize,
+    /// Divergences of this codex version (see [`crate::harness::baseline`]).
+    pub drift: Mutex<Vec<String>>,
+    /// Every request the worlds' sidecars captured, world after world.
+    pub requests: Mutex<Vec<CapturedRequest>>,
+    /// Facts the scenario recorded about this codex (see
+    /// [`crate::harness::scenario::Ctx::observe`]).
+    pub observations: Mutex<Vec<String>>,
+    /// The sidecars of the scenario's worlds, to say so when one died.
+    pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
+}
+
+impl Tally {
+    /// Records a divergence.
+    pub fn drift(&self, what: String) {
+        lock(&self.drift).push(what);
+    }
+
+    /// Records a fact about this codex.
+    pub fn observe(&self, what: String) {
+        lock(&self.observations).push(what);
+    }
+
+    /// Keeps a world's sidecar in view.
+    pub fn watch_sidecar(&self, health: Arc<SidecarHealth>) {
+        lock(&self.sidecars).push(health);
+    }
+
+    /// What to say about every sidecar that died without being told to stop.
+    pub fn sidecar_deaths(&self) -> Vec<String> {
+        lock(&self.sidecars)
+            .iter()
+            .filter_map(|h| h.death())
+            .collect()
+    }
+
+    /// Keeps a world's captured requests.
+    pub fn captured(&self, requests: Vec<CapturedRequest>) {
+        lock(&self.requests).extend(requests);
+    }
+
+    /// Takes everything in `list`, leaving it empty.
+    pub fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+        std::mem::take(&mut *lock(list))
+    }
+}

@@ -1,0 +1,140 @@
+//! The registry: every parity scenario, in catalogue order. The same list feeds the test
+//! harness and `codex-parity run`. Each group declares its own scenarios in its file
+//! (`scenarios()`); adding a scenario to a group touches only that file.
+
+use crate::harness::scenario::Scenario;
+use crate::scenarios;
+
+/// Every scenario, in catalogue order.
+pub fn registry() -> Vec<Scenario> {
+    [
+        scenarios::executor::scenarios,
+        scenarios::goal::scenarios,
+        scenarios::goal_continuation::scenarios,
+        scenarios::history::scenarios,
+        scenarios::files::scenarios,
+        scenarios::request_shape::scenarios,
+        scenarios::lifecycle::scenarios,
+        scenarios::threads::scenarios,
+        scenarios::dynamic_tools::scenarios,
+        scenarios::interaction::scenarios,
+        scenarios::approvals::scenarios,
+        scenarios::reasoning::scenarios,
+        scenarios::fault::scenarios,
+        scenarios::protocol::scenarios,
+    ]
+    .into_iter()
+    .flat_map(|group| group())
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codex::binaries::CodexBinary;
+    use crate::drift::golden;
+    use crate::harness::baseline::Baseline;
+    use crate::harness::scenario::test_name;
+    use crate::harness::shard::Shard;
+
+    fn names() -> Vec<&'static str> {
+        registry().iter().map(|s| s.name).collect()
+    }
+
+    #[test]
+    fn names_are_unique_and_snake_case() {
+        let mut names = names();
+        assert_eq!(names.len(), 85, "the catalogue has 85 scenarios");
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "duplicate scenario names");
+        for n in names {
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_names_carry_the_version() {
+        let s = &registry()[0];
+        let b = CodexBinary {
+            path: "/x/codex".into(),
+            version: "0.171.0".into(),
+        };
+        assert_eq!(test_name(s, &b), format!("{}[codex-0.171.0]", s.name));
+    }
+
+    #[test]
+    fn golden_scenarios_are_registered() {
+        let names = names();
+        for s in golden::SCENARIOS {
+            assert!(names.contains(s), "{s} is not a registered scenario");
+        }
+    }
+
+    #[test]
+    fn the_repository_baselines_name_registered_scenarios() {
+        let dir = Baseline::default_dir();
+        let names = names();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let version = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let b = Baseline::load(&dir, &version).unwrap();
+            for e in &b.expected {
+                assert!(
+                    names.contains(&e.scenario.as_str()),
+                    "{}: {}",
+                    path.display(),
+                    e.scenario
+                );
+            }
+        }
+    }
+
+    fn cells() -> Vec<(&'static str, String)> {
+        let labels = ["codex-0.131.0", "codex-0.161.0", "codex-0.171.0"];
+        names()
+            .into_iter()
+            .flat_map(|s| labels.iter().map(move |l| (s, l.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn shards_partition_the_cells() {
+        let cells = cells();
+        for count in 1..=5 {
+            let shards: Vec<Shard> = (1..=count).map(|index| Shard { index, count }).collect();
+            for (scenario, label) in &cells {
+                let owners = shards
+                    .iter()
+                    .filter(|s| s.contains(scenario, label))
+                    .count();
+                assert_eq!(
+                    owners, 1,
+                    "{scenario}[{label}] in {owners} of {count} shards"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shards_of_the_real_matrix_are_roughly_even() {
+        let cells = cells();
+        for count in 2..=4u32 {
+            let fair = cells.len() / count as usize;
+            for index in 1..=count {
+                let shard = Shard { index, count };
+                let n = cells.iter().filter(|(s, l)| shard.contains(s, l)).count();
+                assert!(
+                    n * 2 >= fair,
+                    "shard {shard} has {n} of {} cells (fair share {fair})",
+                    cells.len()
+                );
+            }
+        }
+    }
+}
