@@ -6,6 +6,7 @@
 //! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
+pub mod catalogue;
 pub mod dynamic_tools;
 pub mod executor;
 pub mod fault;
