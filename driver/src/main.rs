@@ -503,9 +503,9 @@ fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[Codex
     let mut blessed = true;
     if args.bless {
         let dir = codex_parity::drift::golden::default_dir();
-        for line in codex_parity::drift::golden::bless(records, binaries, &dir) {
-            blessed &= !line.starts_with(codex_parity::drift::golden::BLESS_ERROR);
-            println!("{line}");
+        for outcome in codex_parity::drift::golden::bless(records, binaries, &dir) {
+            blessed &= !outcome.is_error();
+            println!("{outcome}");
         }
     }
     blessed

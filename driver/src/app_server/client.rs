@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::app_server::child::{StderrTail, wait_or_kill};
 use crate::app_server::message::{Message, RequestId, RpcError};
+use crate::app_server::turn::StartedTurns;
 use crate::lock;
 
 /// How many lines of codex's stderr are kept for error messages.
@@ -150,10 +151,9 @@ struct Shared {
     label: String,
     log: Mutex<Vec<Inbound>>,
     log_changed: Notify,
-    pending: Mutex<HashMap<String, Reply>>,
+    pending: Mutex<HashMap<RequestId, Reply>>,
     handlers: Mutex<HashMap<String, Handler>>,
     unhandled: Mutex<Vec<String>>,
-    started_turns: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
     stderr: StderrTail,
     exit: watch::Sender<Option<String>>,
@@ -178,6 +178,9 @@ pub struct AppServer {
     kill: Mutex<Option<oneshot::Sender<()>>>,
     exit_rx: watch::Receiver<Option<String>>,
     pid: Option<u32>,
+    /// Turn ids `turn/start` returned on this connection, kept for the turn layer (which
+    /// records them: the client itself knows no method).
+    pub(crate) started_turns: StartedTurns,
     /// The default timeout of [`AppServer::call`].
     pub call_timeout: Duration,
 }
@@ -226,7 +229,6 @@ impl AppServer {
             pending: Mutex::new(HashMap::new()),
             handlers: Mutex::new(HashMap::new()),
             unhandled: Mutex::new(Vec::new()),
-            started_turns: Mutex::new(Vec::new()),
             bad_lines: Mutex::new(Vec::new()),
             stderr: StderrTail::new(STDERR_TAIL_LINES),
             exit: exit_tx,
@@ -250,6 +252,7 @@ impl AppServer {
             kill: Mutex::new(Some(kill_tx)),
             exit_rx,
             pid,
+            started_turns: StartedTurns::default(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
         })
     }
@@ -302,28 +305,21 @@ impl AppServer {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(id_key(&json!(id)), tx);
+        lock(&self.shared.pending).insert(id.clone(), tx);
         let line = Message::Request {
-            id: json!(id),
+            id: id.clone(),
             method: method.to_string(),
             params,
         }
         .to_line();
         if !self.shared.send_line(line) {
-            lock(&self.shared.pending).remove(&id_key(&json!(id)));
+            lock(&self.shared.pending).remove(&id);
             return Err(self.exited_error(method));
         }
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Ok(result))) => {
-                if let Some(id) = result.pointer("/turn/id").and_then(Value::as_str)
-                    && method == "turn/start"
-                {
-                    lock(&self.shared.started_turns).push(id.to_string());
-                }
-                Ok(result)
-            }
+            Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(CallError::Rpc {
                 label: self.shared.label.clone(),
                 method: method.to_string(),
@@ -331,7 +327,7 @@ impl AppServer {
             }),
             Ok(Err(_closed)) => Err(self.exited_error(method)),
             Err(_elapsed) => {
-                lock(&self.shared.pending).remove(&id_key(&json!(id)));
+                lock(&self.shared.pending).remove(&id);
                 Err(CallError::Timeout {
                     label: self.shared.label.clone(),
                     method: method.to_string(),
@@ -476,11 +472,6 @@ impl AppServer {
         }
     }
 
-    /// Turn ids returned by `turn/start` calls on this connection.
-    pub fn started_turns(&self) -> Vec<String> {
-        lock(&self.shared.started_turns).clone()
-    }
-
     /// Whether the process has exited, and how.
     pub fn exit_status(&self) -> Option<String> {
         self.exit_rx.borrow().clone()
@@ -508,10 +499,6 @@ impl Drop for AppServer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-fn id_key(id: &RequestId) -> String {
-    id.to_string()
 }
 
 async fn write_lines(
@@ -548,12 +535,12 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
         }
         match Message::parse(&line) {
             Ok(Message::Response { id, result }) => {
-                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                if let Some(tx) = lock(&shared.pending).remove(&id) {
                     let _ = tx.send(Ok(result));
                 }
             }
             Ok(Message::Error { id, error }) => {
-                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                if let Some(tx) = id.and_then(|id| lock(&shared.pending).remove(&id)) {
                     let _ = tx.send(Err(error));
                 } else {
                     lock(&shared.bad_lines).push(line);
@@ -587,16 +574,16 @@ fn answer_server_request(shared: &Shared, id: &RequestId, method: &str, params: 
                 result,
             },
             Err(error) => Message::Error {
-                id: id.clone(),
+                id: Some(id.clone()),
                 error,
             },
         },
         None => {
             lock(&shared.unhandled).push(method.to_string());
             Message::Error {
-                id: id.clone(),
+                id: Some(id.clone()),
                 error: RpcError {
-                    code: -32601,
+                    code: RpcError::METHOD_NOT_FOUND,
                     message: format!(
                         "codex-parity: no handler registered for server request {method}"
                     ),

@@ -101,6 +101,33 @@ impl PartialEq<&str> for TurnStatus {
     }
 }
 
+/// The turn ids `turn/start` returned on one connection, in order: what tells a turn the
+/// client asked for from one codex started on its own. Filled by
+/// [`AppServer::turn_start`], read by [`AppServer::started_turns`].
+#[derive(Debug, Default)]
+pub struct StartedTurns(std::sync::Mutex<Vec<String>>);
+
+impl StartedTurns {
+    /// Records the turn of a `turn/start` result (`turn.id`), when it has one.
+    pub(crate) fn record(&self, result: &Value) {
+        if let Some(id) = result.pointer("/turn/id").and_then(Value::as_str) {
+            crate::lock(&self.0).push(id.to_string());
+        }
+    }
+
+    /// The recorded ids, in order.
+    fn ids(&self) -> Vec<String> {
+        crate::lock(&self.0).clone()
+    }
+}
+
+impl AppServer {
+    /// Turn ids returned by `turn/start` calls on this connection.
+    pub fn started_turns(&self) -> Vec<String> {
+        self.started_turns.ids()
+    }
+}
+
 /// A `text` user input item.
 pub fn text(t: &str) -> Value {
     json!({"type": "text", "text": t, "text_elements": []})
@@ -544,6 +571,15 @@ mod tests {
         );
         assert_eq!(format!("{:?}", TurnStatus::Failed), "\"failed\"");
         assert_eq!(TurnStatus::InProgress.to_string(), "inProgress");
+    }
+
+    #[test]
+    fn started_turns_keep_the_ids_of_turn_start_results() {
+        let started = StartedTurns::default();
+        started.record(&json!({"turn": {"id": "t1", "status": "inProgress"}}));
+        started.record(&json!({"thread": {"id": "not a turn"}}));
+        started.record(&json!({"turn": {"id": "t2"}}));
+        assert_eq!(started.ids(), ["t1", "t2"]);
     }
 
     fn turn_of(events: Vec<TurnEvent>) -> Turn {
