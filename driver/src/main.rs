@@ -336,45 +336,16 @@ async fn experimental_schema(
 /// `--codex-bin` paths, both when both are given; else `CODEX_TEST_BINS` or the pinned
 /// version. Results are named by version, so two binaries of one version are refused.
 async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexBinary>> {
-    let progress = StderrProgress::new();
-    let cache = Cache::from_env()?;
-    let mut wanted = args.codex_version.clone();
+    let mut versions_wanted = args.codex_version.clone();
     if args.compare {
-        wanted.extend(versions::load()?.compare);
+        versions_wanted.extend(versions::load()?.compare);
     }
-    let mut found = Vec::new();
-    if !wanted.is_empty() {
-        let source = binaries::BinarySource::Versions(wanted.clone());
-        found.extend(binaries::resolve(source, &cache, &progress).await?);
-    }
-    if wanted.is_empty() || !args.codex_bin.is_empty() {
-        let env = std::env::var_os(binaries::CODEX_TEST_BINS);
-        let source = binaries::choose_sources(&args.codex_bin, env)?;
-        found.extend(binaries::resolve(source, &cache, &progress).await?);
-    }
-    let mut unique: Vec<CodexBinary> = Vec::new();
-    for b in found {
-        if let Some(first) = unique.iter().find(|u| u.version == b.version) {
-            if same_file(&first.path, &b.path) {
-                continue;
-            }
-            anyhow::bail!(
-                "{} and {} both report codex {}: results are named by version, so test them in separate runs",
-                first.path.display(),
-                b.path.display(),
-                b.version
-            );
-        }
-        unique.push(b);
-    }
-    Ok(unique)
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
+    let request = binaries::BinaryRequest {
+        paths: args.codex_bin.clone(),
+        versions: versions_wanted,
+        env: std::env::var_os(binaries::CODEX_TEST_BINS),
+    };
+    binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new()).await
 }
 
 /// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).

@@ -83,6 +83,69 @@ fn choose_given(cli_bins: &[PathBuf], env_value: Option<OsString>) -> Option<Bin
     }
 }
 
+/// Every binary a run (the CLI's `run` and `bench`, the parity test harness) asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BinaryRequest {
+    /// Paths given with `--codex-bin`.
+    pub paths: Vec<PathBuf>,
+    /// Versions to install from npm (`--codex-version`, the `--compare` set).
+    pub versions: Vec<String>,
+    /// The value of `CODEX_TEST_BINS`, used when no path is given.
+    pub env: Option<OsString>,
+}
+
+/// The binaries of a run: the named versions and the `--codex-bin` paths, both when both
+/// are given; else the paths of `CODEX_TEST_BINS`, else the pinned version. One rule for
+/// duplicates (see [`one_per_version`]): the same file twice counts once, two different
+/// binaries of one version are refused.
+pub async fn resolve_request(
+    request: &BinaryRequest,
+    cache: &Cache,
+    progress: &dyn Progress,
+) -> Result<Vec<CodexBinary>> {
+    let mut found = Vec::new();
+    if !request.versions.is_empty() {
+        let source = BinarySource::Versions(request.versions.clone());
+        found.extend(resolve(source, cache, progress).await?);
+    }
+    if request.versions.is_empty() || !request.paths.is_empty() {
+        let source = choose_sources(&request.paths, request.env.clone())?;
+        found.extend(resolve(source, cache, progress).await?);
+    }
+    one_per_version(found)
+}
+
+/// The one rule for binaries of the same version: results are named by version, so two
+/// different binaries of one version are refused; the same file named twice (a link, a
+/// second path) is kept once, the first name winning.
+pub fn one_per_version(binaries: Vec<CodexBinary>) -> Result<Vec<CodexBinary>> {
+    let mut unique: Vec<CodexBinary> = Vec::new();
+    for b in binaries {
+        if let Some(first) = unique.iter().find(|u| u.version == b.version) {
+            if same_file(&first.path, &b.path) {
+                continue;
+            }
+            bail!(
+                "{} and {} both report codex {}: results are named by version, so test them in separate runs",
+                first.path.display(),
+                b.path.display(),
+                b.version
+            );
+        }
+        unique.push(b);
+    }
+    Ok(unique)
+}
+
+/// Whether two paths name the same file (compared as given when either cannot be
+/// resolved).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// Resolves one command-line argument that is "a version or a path": a version such as
 /// `0.131.0` is installed into `cache` on demand; anything else (or a version-like name of an
 /// existing file) is probed as a path to a codex binary.
@@ -115,7 +178,8 @@ pub fn split_bins(value: &std::ffi::OsStr) -> Vec<PathBuf> {
 }
 
 /// Turns a source into checked binaries: probes each given path (duplicates of the same file are dropped, first one
-/// wins), or installs the pinned version into `cache` if needed.
+/// wins; two different files of one version are refused, see [`one_per_version`]), or installs the pinned version
+/// into `cache` if needed.
 pub async fn resolve(
     source: BinarySource,
     cache: &Cache,
@@ -158,18 +222,9 @@ pub async fn resolve(
         let binary = probe_located(path, PROBE_TIMEOUT)
             .await
             .with_context(context)?;
-        if let Some(other) = binaries.iter().find(|b| b.version == binary.version) {
-            progress.message(&format!(
-                "warning: {} and {} both report version {}; results will carry the same name {}",
-                other.path.display(),
-                binary.path.display(),
-                binary.version,
-                binary.label()
-            ));
-        }
         binaries.push(binary);
     }
-    Ok(binaries)
+    one_per_version(binaries)
 }
 
 /// Runs `<path> --version` (10 s timeout) and returns the binary with the version it reports.
@@ -487,5 +542,77 @@ mod tests {
         .await
         .unwrap_err();
         assert!(format!("{err:#}").contains("--codex-bin"), "{err:#}");
+    }
+
+    #[tokio::test]
+    async fn two_binaries_of_one_version_are_refused_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = script(dir.path(), "codex", "echo 'codex-cli 0.171.0'", 0o755);
+        let b = script(dir.path(), "other", "echo 'codex-cli 0.171.0'", 0o755);
+        let cache = Cache::new(dir.path().join("cache"));
+        let refused = |e: anyhow::Error| {
+            let text = format!("{e:#}");
+            assert!(
+                text.contains("both report codex 0.171.0: results are named by version"),
+                "{text}"
+            );
+        };
+        let source = BinarySource::Env(vec![a.clone(), b.clone()]);
+        refused(
+            resolve(source, &cache, &install::NoProgress)
+                .await
+                .unwrap_err(),
+        );
+        let request = BinaryRequest {
+            paths: vec![a.clone(), b.clone()],
+            ..BinaryRequest::default()
+        };
+        refused(
+            resolve_request(&request, &cache, &install::NoProgress)
+                .await
+                .unwrap_err(),
+        );
+        let from_env = BinaryRequest {
+            env: Some(std::env::join_paths([&a, &b]).unwrap()),
+            ..BinaryRequest::default()
+        };
+        refused(
+            resolve_request(&from_env, &cache, &install::NoProgress)
+                .await
+                .unwrap_err(),
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let same = BinaryRequest {
+            paths: vec![a.clone(), link],
+            ..BinaryRequest::default()
+        };
+        let bins = resolve_request(&same, &cache, &install::NoProgress)
+            .await
+            .unwrap();
+        assert_eq!(
+            bins,
+            [CodexBinary {
+                path: a,
+                version: "0.171.0".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn one_per_version_keeps_the_first_name_of_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = script(dir.path(), "codex", "echo", 0o755);
+        let bin = |path: &Path, v: &str| CodexBinary {
+            path: path.to_path_buf(),
+            version: v.into(),
+        };
+        let kept = one_per_version(vec![
+            bin(&a, "0.171.0"),
+            bin(&dir.path().join(".").join("codex"), "0.171.0"),
+            bin(&a, "0.131.0"),
+        ])
+        .unwrap();
+        assert_eq!(kept, [bin(&a, "0.171.0"), bin(&a, "0.131.0")]);
     }
 }
