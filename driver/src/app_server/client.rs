@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::app_server::child::{StderrTail, wait_or_kill};
+use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 use crate::app_server::message::{Message, RequestId, RpcError};
 use crate::app_server::turn::StartedTurns;
 use crate::lock;
@@ -156,7 +156,7 @@ struct Shared {
     unhandled: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
     stderr: StderrTail,
-    exit: watch::Sender<Option<String>>,
+    exit: watch::Sender<Option<ChildExit>>,
     /// Set as soon as the child has been waited for: its pid may then be reused.
     reaped: AtomicBool,
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
@@ -176,7 +176,7 @@ pub struct AppServer {
     shared: Arc<Shared>,
     next_id: AtomicI64,
     kill: Mutex<Option<oneshot::Sender<()>>>,
-    exit_rx: watch::Receiver<Option<String>>,
+    exit_rx: watch::Receiver<Option<ChildExit>>,
     pid: Option<u32>,
     /// Turn ids `turn/start` returned on this connection, kept for the turn layer (which
     /// records them: the client itself knows no method).
@@ -342,8 +342,8 @@ impl AppServer {
         let status = self
             .exit_rx
             .borrow()
-            .clone()
-            .unwrap_or_else(|| "stdout closed".to_string());
+            .as_ref()
+            .map_or_else(|| "stdout closed".to_string(), ToString::to_string);
         CallError::Exited {
             label: self.shared.label.clone(),
             method: method.to_string(),
@@ -430,7 +430,11 @@ impl AppServer {
                 anyhow::bail!(
                     "{}: codex exited ({}) while waiting for {what}; stderr tail:\n{}",
                     self.shared.label,
-                    self.exit_rx.borrow().clone().unwrap_or_default(),
+                    self.exit_rx
+                        .borrow()
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
                     self.stderr_tail()
                 );
             }
@@ -473,13 +477,21 @@ impl AppServer {
     }
 
     /// Whether the process has exited, and how.
-    pub fn exit_status(&self) -> Option<String> {
+    pub fn exit_status(&self) -> Option<ChildExit> {
         self.exit_rx.borrow().clone()
     }
 
     /// Closes stdin and waits up to `timeout` for the process to exit; kills it after that.
-    /// Returns the exit status as text.
+    /// Returns the exit status as text (`did not exit` when even the kill was not seen);
+    /// [`AppServer::shutdown_exit`] keeps it typed.
     pub async fn shutdown(&self, timeout: Duration) -> String {
+        self.shutdown_exit(timeout)
+            .await
+            .map_or_else(|| "did not exit".into(), |exit| exit.to_string())
+    }
+
+    /// [`AppServer::shutdown`], typed: how the process ended, `None` when it did not.
+    pub async fn shutdown_exit(&self, timeout: Duration) -> Option<ChildExit> {
         lock(&self.shared.writer).take();
         let mut rx = self.exit_rx.clone();
         let exited = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_some()))
@@ -490,8 +502,7 @@ impl AppServer {
             let _ =
                 tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|s| s.is_some())).await;
         }
-        let status = self.exit_rx.borrow().clone();
-        status.unwrap_or_else(|| "did not exit".into())
+        self.exit_rx.borrow().clone()
     }
 }
 
@@ -602,13 +613,13 @@ async fn watch_child(
     stdout_done: tokio::task::JoinHandle<()>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
-    let (text, _) = wait_or_kill(&mut child, kill).await;
+    let (exit, _) = wait_or_kill(&mut child, kill).await;
     shared.reaped.store(true, Ordering::SeqCst);
     // Let the readers drain what the process wrote before it ended.
     let _ = tokio::time::timeout(Duration::from_secs(2), stdout_done).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
     lock(&shared.writer).take();
-    let _ = shared.exit.send(Some(text));
+    let _ = shared.exit.send(Some(exit));
     // Fail every call still waiting: its sender is dropped here.
     lock(&shared.pending).clear();
     shared.log_changed.notify_waiters();
