@@ -24,7 +24,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
-use crate::codex::binaries::{self, CodexBinary};
+use crate::codex::binary::{self, CodexBinary};
 use crate::codex::versions;
 use crate::lock;
 
@@ -190,7 +190,7 @@ impl Cache {
         if !path.is_file() {
             return None;
         }
-        binaries::probe(&path)
+        binary::probe(&path)
             .await
             .ok()
             .filter(|b| b.version == version)
@@ -312,7 +312,7 @@ pub async fn install_with(
     }
     let npm = match &options.npm {
         Some(npm) => npm.clone(),
-        None => binaries::find_on_path("npm".as_ref()).ok_or_else(|| {
+        None => binary::find_on_path("npm".as_ref()).ok_or_else(|| {
             anyhow!(
                 "cannot install Codex {version}: `npm` is not on PATH. Install Node.js and npm \
                  (https://nodejs.org), or pass an existing Codex binary with --codex-bin PATH (or CODEX_TEST_BINS)"
@@ -399,7 +399,7 @@ async fn fetch(
     let found = find_binary(&unpack_dir, Some(platform.triple))
         .with_context(|| format!("corrupt package {spec}"))?;
     set_executable(&found)?;
-    let binary = binaries::probe(&found)
+    let binary = binary::probe(&found)
         .await
         .with_context(|| format!("the codex binary inside {spec} does not run"))?;
     if binary.version != version {
@@ -575,7 +575,7 @@ async fn npm_pack(npm: &Path, spec: &str, dest: &Path, progress: &dyn Progress) 
         bail!(
             "npm pack {spec} succeeded but {} is missing{}",
             tarball.display(),
-            binaries::quote_tail("npm output", &stderr, 10)
+            binary::quote_tail("npm output", &stderr, 10)
         );
     }
     let size = std::fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
@@ -593,7 +593,7 @@ async fn npm_pack(npm: &Path, spec: &str, dest: &Path, progress: &dyn Progress) 
 
 /// The error for a failed `npm pack`, classified by what npm printed.
 pub fn npm_error(spec: &str, status: &str, stderr: &str) -> anyhow::Error {
-    let tail = binaries::quote_tail("npm stderr", stderr, 8);
+    let tail = binary::quote_tail("npm stderr", stderr, 8);
     if ["E404", "ETARGET", "No matching version", "404 Not Found"]
         .iter()
         .any(|m| stderr.contains(m))
