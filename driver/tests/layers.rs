@@ -22,12 +22,6 @@ const LAYERS: &[&str] = &[
     "cli",
 ];
 
-/// Cycles inside a layer that another branch removes, as (module, module) of one layer:
-/// `codex/install.rs` <-> `codex/binaries.rs` belongs to the engineer re-laying `codex/`.
-/// Delete an entry once its cycle is gone (the check fails on an entry that no longer
-/// matches, so this list cannot go stale).
-const KNOWN_CYCLES: &[(&str, &str)] = &[("codex::binaries", "codex::install")];
-
 /// A module: its layer and its name in the layer (`mod` for the layer's `mod.rs`).
 type Module = (String, String);
 
@@ -155,10 +149,6 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
             }
         }
     }
-    let mut known: BTreeSet<(String, String)> = KNOWN_CYCLES
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
     let mut seen: BTreeSet<Vec<Module>> = BTreeSet::new();
     for (from, to) in edges.keys() {
         let Some(back) = path_between(&edges, to, from) else {
@@ -174,9 +164,6 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
             continue;
         }
         let name = |m: &Module| format!("{}::{}", m.0, m.1);
-        if members.len() == 2 && known.remove(&(name(&members[0]), name(&members[1]))) {
-            continue;
-        }
         let steps: Vec<String> = cycle
             .windows(2)
             .map(|w| {
@@ -188,11 +175,6 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
             })
             .collect();
         problems.push(format!("cycle in layer {}: {}", from.0, steps.join(", ")));
-    }
-    for (a, b) in known {
-        problems.push(format!(
-            "KNOWN_CYCLES lists {a} <-> {b}, which is no longer a cycle: remove the entry"
-        ));
     }
     problems
 }
@@ -261,16 +243,9 @@ fn example(files: &[(&str, &str)]) -> Vec<String> {
     problems(&files)
 }
 
-/// The `codex::binaries` <-> `codex::install` entry of [`KNOWN_CYCLES`], so that the
-/// examples do not report it as stale.
-const KNOWN: (&str, &str) = ("codex/binaries.rs", "use crate::codex::install::Cache;");
-const KNOWN_BACK: (&str, &str) = ("codex/install.rs", "use crate::codex::binaries::X;");
-
 #[test]
 fn a_clean_example_has_no_problems() {
     let p = example(&[
-        KNOWN,
-        KNOWN_BACK,
         (
             "codex/schema.rs",
             "use crate::codex::binaries::CodexBinary;",
@@ -291,8 +266,6 @@ fn a_clean_example_has_no_problems() {
 #[test]
 fn an_import_of_a_higher_layer_is_named() {
     let p = example(&[
-        KNOWN,
-        KNOWN_BACK,
         (
             "app_server/turn.rs",
             "fn f() -> &str {\n    crate::harness::world::MOCK_MODEL\n}",
@@ -311,22 +284,16 @@ fn an_import_of_a_higher_layer_is_named() {
 
 #[test]
 fn comments_do_not_count() {
-    let p = example(&[
-        KNOWN,
-        KNOWN_BACK,
-        (
-            "codex/schema.rs",
-            "//! see [`crate::harness::world`]\n/// and crate::report::matrix\nfn f() {} // crate::bench::load",
-        ),
-    ]);
+    let p = example(&[(
+        "codex/schema.rs",
+        "//! see [`crate::harness::world`]\n/// and crate::report::matrix\nfn f() {} // crate::bench::load",
+    )]);
     assert!(p.is_empty(), "{p:?}");
 }
 
 #[test]
 fn a_cycle_inside_a_layer_is_named() {
     let p = example(&[
-        KNOWN,
-        KNOWN_BACK,
         ("harness/scenario.rs", "use crate::harness::runner::Target;"),
         (
             "harness/runner.rs",
@@ -343,21 +310,8 @@ fn a_cycle_inside_a_layer_is_named() {
 }
 
 #[test]
-fn a_stale_known_cycle_is_named() {
-    let p = example(&[("codex/binaries.rs", ""), KNOWN_BACK]);
-    assert_eq!(
-        p,
-        [
-            "KNOWN_CYCLES lists codex::binaries <-> codex::install, which is no longer a cycle: remove the entry"
-        ]
-    );
-}
-
-#[test]
 fn a_longer_cycle_is_named_once() {
     let p = example(&[
-        KNOWN,
-        KNOWN_BACK,
         ("harness/scenario.rs", "use crate::harness::runner::Target;"),
         (
             "harness/runner.rs",

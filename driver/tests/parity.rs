@@ -88,9 +88,14 @@ fn main() -> ExitCode {
         }
     };
     let prepared = runtime.block_on(async {
-        let source = binaries::choose_sources(&bins, std::env::var_os(binaries::CODEX_TEST_BINS))?;
+        let request = binaries::BinaryRequest {
+            paths: bins,
+            versions: Vec::new(),
+            env: std::env::var_os(binaries::CODEX_TEST_BINS),
+        };
         let binaries =
-            binaries::resolve(source, &Cache::from_env()?, &StderrProgress::new()).await?;
+            binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new())
+                .await?;
         runner::prepare(binaries, &Baseline::default_dir()).await
     });
     let targets = match prepared {

@@ -19,8 +19,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::app_server::child::{StderrTail, wait_or_kill};
+use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 use crate::app_server::message::{Message, RequestId, RpcError};
+use crate::app_server::turn::StartedTurns;
 use crate::lock;
 
 /// How many lines of codex's stderr are kept for error messages.
@@ -150,13 +151,12 @@ struct Shared {
     label: String,
     log: Mutex<Vec<Inbound>>,
     log_changed: Notify,
-    pending: Mutex<HashMap<String, Reply>>,
+    pending: Mutex<HashMap<RequestId, Reply>>,
     handlers: Mutex<HashMap<String, Handler>>,
     unhandled: Mutex<Vec<String>>,
-    started_turns: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
     stderr: StderrTail,
-    exit: watch::Sender<Option<String>>,
+    exit: watch::Sender<Option<ChildExit>>,
     /// Set as soon as the child has been waited for: its pid may then be reused.
     reaped: AtomicBool,
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
@@ -176,8 +176,11 @@ pub struct AppServer {
     shared: Arc<Shared>,
     next_id: AtomicI64,
     kill: Mutex<Option<oneshot::Sender<()>>>,
-    exit_rx: watch::Receiver<Option<String>>,
+    exit_rx: watch::Receiver<Option<ChildExit>>,
     pid: Option<u32>,
+    /// Turn ids `turn/start` returned on this connection, kept for the turn layer (which
+    /// records them: the client itself knows no method).
+    pub(crate) started_turns: StartedTurns,
     /// The default timeout of [`AppServer::call`].
     pub call_timeout: Duration,
 }
@@ -226,7 +229,6 @@ impl AppServer {
             pending: Mutex::new(HashMap::new()),
             handlers: Mutex::new(HashMap::new()),
             unhandled: Mutex::new(Vec::new()),
-            started_turns: Mutex::new(Vec::new()),
             bad_lines: Mutex::new(Vec::new()),
             stderr: StderrTail::new(STDERR_TAIL_LINES),
             exit: exit_tx,
@@ -250,6 +252,7 @@ impl AppServer {
             kill: Mutex::new(Some(kill_tx)),
             exit_rx,
             pid,
+            started_turns: StartedTurns::default(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
         })
     }
@@ -302,28 +305,21 @@ impl AppServer {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(id_key(&json!(id)), tx);
+        lock(&self.shared.pending).insert(id.clone(), tx);
         let line = Message::Request {
-            id: json!(id),
+            id: id.clone(),
             method: method.to_string(),
             params,
         }
         .to_line();
         if !self.shared.send_line(line) {
-            lock(&self.shared.pending).remove(&id_key(&json!(id)));
+            lock(&self.shared.pending).remove(&id);
             return Err(self.exited_error(method));
         }
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Ok(result))) => {
-                if let Some(id) = result.pointer("/turn/id").and_then(Value::as_str)
-                    && method == "turn/start"
-                {
-                    lock(&self.shared.started_turns).push(id.to_string());
-                }
-                Ok(result)
-            }
+            Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(CallError::Rpc {
                 label: self.shared.label.clone(),
                 method: method.to_string(),
@@ -331,7 +327,7 @@ impl AppServer {
             }),
             Ok(Err(_closed)) => Err(self.exited_error(method)),
             Err(_elapsed) => {
-                lock(&self.shared.pending).remove(&id_key(&json!(id)));
+                lock(&self.shared.pending).remove(&id);
                 Err(CallError::Timeout {
                     label: self.shared.label.clone(),
                     method: method.to_string(),
@@ -346,8 +342,8 @@ impl AppServer {
         let status = self
             .exit_rx
             .borrow()
-            .clone()
-            .unwrap_or_else(|| "stdout closed".to_string());
+            .as_ref()
+            .map_or_else(|| "stdout closed".to_string(), ToString::to_string);
         CallError::Exited {
             label: self.shared.label.clone(),
             method: method.to_string(),
@@ -434,7 +430,11 @@ impl AppServer {
                 anyhow::bail!(
                     "{}: codex exited ({}) while waiting for {what}; stderr tail:\n{}",
                     self.shared.label,
-                    self.exit_rx.borrow().clone().unwrap_or_default(),
+                    self.exit_rx
+                        .borrow()
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
                     self.stderr_tail()
                 );
             }
@@ -476,19 +476,22 @@ impl AppServer {
         }
     }
 
-    /// Turn ids returned by `turn/start` calls on this connection.
-    pub fn started_turns(&self) -> Vec<String> {
-        lock(&self.shared.started_turns).clone()
-    }
-
     /// Whether the process has exited, and how.
-    pub fn exit_status(&self) -> Option<String> {
+    pub fn exit_status(&self) -> Option<ChildExit> {
         self.exit_rx.borrow().clone()
     }
 
     /// Closes stdin and waits up to `timeout` for the process to exit; kills it after that.
-    /// Returns the exit status as text.
+    /// Returns the exit status as text (`did not exit` when even the kill was not seen);
+    /// [`AppServer::shutdown_exit`] keeps it typed.
     pub async fn shutdown(&self, timeout: Duration) -> String {
+        self.shutdown_exit(timeout)
+            .await
+            .map_or_else(|| "did not exit".into(), |exit| exit.to_string())
+    }
+
+    /// [`AppServer::shutdown`], typed: how the process ended, `None` when it did not.
+    pub async fn shutdown_exit(&self, timeout: Duration) -> Option<ChildExit> {
         lock(&self.shared.writer).take();
         let mut rx = self.exit_rx.clone();
         let exited = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_some()))
@@ -499,8 +502,7 @@ impl AppServer {
             let _ =
                 tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|s| s.is_some())).await;
         }
-        let status = self.exit_rx.borrow().clone();
-        status.unwrap_or_else(|| "did not exit".into())
+        self.exit_rx.borrow().clone()
     }
 }
 
@@ -508,10 +510,6 @@ impl Drop for AppServer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-fn id_key(id: &RequestId) -> String {
-    id.to_string()
 }
 
 async fn write_lines(
@@ -548,12 +546,12 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
         }
         match Message::parse(&line) {
             Ok(Message::Response { id, result }) => {
-                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                if let Some(tx) = lock(&shared.pending).remove(&id) {
                     let _ = tx.send(Ok(result));
                 }
             }
             Ok(Message::Error { id, error }) => {
-                if let Some(tx) = lock(&shared.pending).remove(&id_key(&id)) {
+                if let Some(tx) = id.and_then(|id| lock(&shared.pending).remove(&id)) {
                     let _ = tx.send(Err(error));
                 } else {
                     lock(&shared.bad_lines).push(line);
@@ -587,16 +585,16 @@ fn answer_server_request(shared: &Shared, id: &RequestId, method: &str, params: 
                 result,
             },
             Err(error) => Message::Error {
-                id: id.clone(),
+                id: Some(id.clone()),
                 error,
             },
         },
         None => {
             lock(&shared.unhandled).push(method.to_string());
             Message::Error {
-                id: id.clone(),
+                id: Some(id.clone()),
                 error: RpcError {
-                    code: -32601,
+                    code: RpcError::METHOD_NOT_FOUND,
                     message: format!(
                         "codex-parity: no handler registered for server request {method}"
                     ),
@@ -615,13 +613,13 @@ async fn watch_child(
     stdout_done: tokio::task::JoinHandle<()>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
-    let (text, _) = wait_or_kill(&mut child, kill).await;
+    let (exit, _) = wait_or_kill(&mut child, kill).await;
     shared.reaped.store(true, Ordering::SeqCst);
     // Let the readers drain what the process wrote before it ended.
     let _ = tokio::time::timeout(Duration::from_secs(2), stdout_done).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
     lock(&shared.writer).take();
-    let _ = shared.exit.send(Some(text));
+    let _ = shared.exit.send(Some(exit));
     // Fail every call still waiting: its sender is dropped here.
     lock(&shared.pending).clear();
     shared.log_changed.notify_waiters();

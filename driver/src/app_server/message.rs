@@ -4,7 +4,39 @@
 use serde_json::{Map, Value, json};
 
 /// A request id: codex uses integers for its own requests, and accepts strings too.
-pub type RequestId = Value;
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id (what this client and codex send).
+    Integer(i64),
+    /// A string id.
+    String(String),
+}
+
+impl RequestId {
+    /// The id in a JSON value, when it is an integer or a string.
+    pub fn from_value(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::String(s) => Some(RequestId::String(s.clone())),
+            other => other.as_i64().map(RequestId::Integer),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(id: i64) -> RequestId {
+        RequestId::Integer(id)
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestId::Integer(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
 
 /// One message read from (or written to) the app-server.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,8 +68,9 @@ pub enum Message {
     },
     /// `{id, error:{code, message, data?}}`.
     Error {
-        /// The id of the request this answers (may be null).
-        id: RequestId,
+        /// The id of the request this answers (`None`: null, when the request could not
+        /// be read).
+        id: Option<RequestId>,
         /// The error object.
         error: RpcError,
     },
@@ -53,6 +86,21 @@ pub struct RpcError {
     /// Optional structured data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// JSON-RPC "parse error": the line was not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// JSON-RPC "invalid request" (what codex answers for requests it refuses, e.g.
+    /// before `initialize`, or an unknown method).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// JSON-RPC "method not found" (what this client answers to server requests it has
+    /// no handler for).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// JSON-RPC "invalid params".
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// JSON-RPC "internal error".
+    pub const INTERNAL_ERROR: i64 = -32603;
 }
 
 impl std::fmt::Display for RpcError {
@@ -86,9 +134,17 @@ impl Message {
         };
         let id = obj.remove("id");
         let method = obj.remove("method");
+        let id_of = |id: Value| {
+            RequestId::from_value(&id)
+                .ok_or_else(|| ParseError::Shape(format!("id neither integer nor string: {id}")))
+        };
         let params = obj.remove("params").unwrap_or(Value::Null);
         match (id, method) {
-            (Some(id), Some(Value::String(method))) => Ok(Message::Request { id, method, params }),
+            (Some(id), Some(Value::String(method))) => Ok(Message::Request {
+                id: id_of(id)?,
+                method,
+                params,
+            }),
             (None, Some(Value::String(method))) => {
                 obj.remove("jsonrpc");
                 Ok(Message::Notification {
@@ -100,9 +156,13 @@ impl Message {
             (Some(id), None) => {
                 if let Some(error) = obj.remove("error") {
                     let error: RpcError = serde_json::from_value(error)?;
+                    let id = if id.is_null() { None } else { Some(id_of(id)?) };
                     Ok(Message::Error { id, error })
                 } else if let Some(result) = obj.remove("result") {
-                    Ok(Message::Response { id, result })
+                    Ok(Message::Response {
+                        id: id_of(id)?,
+                        result,
+                    })
                 } else {
                     Err(ParseError::Shape(format!(
                         "response without result or error: {obj:?}"
@@ -177,10 +237,19 @@ mod tests {
         assert_eq!(
             resp,
             Message::Response {
-                id: json!("x"),
+                id: RequestId::String("x".into()),
                 result: json!({})
             }
         );
+        let unreadable =
+            Message::parse(r#"{"id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+        match unreadable {
+            Message::Error { id, error } => {
+                assert_eq!(id, None);
+                assert_eq!(error.code, RpcError::PARSE_ERROR);
+            }
+            other => panic!("{other:?}"),
+        }
         let err = Message::parse(r#"{"id":1,"error":{"code":-32600,"message":"Not initialized"}}"#)
             .unwrap();
         match err {
@@ -194,6 +263,8 @@ mod tests {
         assert!(Message::parse("nope").is_err());
         assert!(Message::parse("[1]").is_err());
         assert!(Message::parse(r#"{"id":1}"#).is_err());
+        assert!(Message::parse(r#"{"id":1.5,"result":{}}"#).is_err());
+        assert!(Message::parse(r#"{"id":{"a":1},"method":"m"}"#).is_err());
     }
 
     #[test]
@@ -201,5 +272,9 @@ mod tests {
         let line = r#"{"id":3,"method":"turn/start","params":{"threadId":"t"}}"#;
         let msg = Message::parse(line).unwrap();
         assert_eq!(Message::parse(&msg.to_line()).unwrap(), msg);
+        let named = Message::parse(r#"{"id":"r-1","result":5}"#).unwrap();
+        assert_eq!(named.to_line(), r#"{"id":"r-1","result":5}"#);
+        let numbered = Message::parse(r#"{"id":7,"result":5}"#).unwrap();
+        assert_eq!(numbered.to_line(), r#"{"id":7,"result":5}"#);
     }
 }

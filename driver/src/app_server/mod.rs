@@ -2,7 +2,7 @@
 //! messages, typed requests and child-process handling) and the turn layer above it.
 //! Depends only on the codex layer.
 
-pub(crate) mod child;
+pub mod child;
 pub mod client;
 pub mod message;
 pub mod requests;

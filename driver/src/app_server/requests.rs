@@ -33,17 +33,21 @@ impl AppServer {
     }
 
     /// `turn/start {threadId, input, ...extra}` (see [`crate::app_server::turn`] to run a whole turn).
+    /// The turn id it returns is recorded (see [`AppServer::started_turns`]).
     pub async fn turn_start(
         &self,
         thread_id: &str,
         input: Vec<Value>,
         extra: Value,
     ) -> Result<Value, CallError> {
-        self.call(
-            "turn/start",
-            with(json!({"threadId": thread_id, "input": input}), extra),
-        )
-        .await
+        let result = self
+            .call(
+                "turn/start",
+                with(json!({"threadId": thread_id, "input": input}), extra),
+            )
+            .await?;
+        self.started_turns.record(&result);
+        Ok(result)
     }
 
     /// `turn/steer {threadId, expectedTurnId, input}`.

@@ -18,6 +18,120 @@ pub const MOCK_MODEL: &str = "mock-model";
 /// The default time one turn may take.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `turn.status` as codex reports it in `turn/completed` (and in `thread/read`'s turns).
+///
+/// Read from codex's strings; a status this driver does not know is kept as
+/// [`TurnStatus::Other`], so a new codex version does not break parsing. Shown (`Display`
+/// and `Debug`) as codex's string, so messages read as they did when it was one.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum TurnStatus {
+    /// `completed`.
+    Completed,
+    /// `failed`.
+    Failed,
+    /// `interrupted`.
+    Interrupted,
+    /// `inProgress`.
+    InProgress,
+    /// Any other string (the empty string when codex sent none).
+    Other(String),
+}
+
+impl TurnStatus {
+    /// Codex's string for this status.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Interrupted => "interrupted",
+            TurnStatus::InProgress => "inProgress",
+            TurnStatus::Other(s) => s,
+        }
+    }
+
+    /// The status of a `turn` object (`turn.status`); [`TurnStatus::Other`] of `""` when
+    /// it has none.
+    pub fn of_turn(turn: &Value) -> TurnStatus {
+        TurnStatus::from(turn["status"].as_str().unwrap_or(""))
+    }
+}
+
+impl From<&str> for TurnStatus {
+    fn from(s: &str) -> TurnStatus {
+        match s {
+            "completed" => TurnStatus::Completed,
+            "failed" => TurnStatus::Failed,
+            "interrupted" => TurnStatus::Interrupted,
+            "inProgress" => TurnStatus::InProgress,
+            other => TurnStatus::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for TurnStatus {
+    fn from(s: String) -> TurnStatus {
+        TurnStatus::from(s.as_str())
+    }
+}
+
+impl From<TurnStatus> for String {
+    fn from(s: TurnStatus) -> String {
+        s.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for TurnStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for TurnStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<str> for TurnStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for TurnStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// The turn ids `turn/start` returned on one connection, in order: what tells a turn the
+/// client asked for from one codex started on its own. Filled by
+/// [`AppServer::turn_start`], read by [`AppServer::started_turns`].
+#[derive(Debug, Default)]
+pub struct StartedTurns(std::sync::Mutex<Vec<String>>);
+
+impl StartedTurns {
+    /// Records the turn of a `turn/start` result (`turn.id`), when it has one.
+    pub(crate) fn record(&self, result: &Value) {
+        if let Some(id) = result.pointer("/turn/id").and_then(Value::as_str) {
+            crate::lock(&self.0).push(id.to_string());
+        }
+    }
+
+    /// The recorded ids, in order.
+    fn ids(&self) -> Vec<String> {
+        crate::lock(&self.0).clone()
+    }
+}
+
+impl AppServer {
+    /// Turn ids returned by `turn/start` calls on this connection.
+    pub fn started_turns(&self) -> Vec<String> {
+        self.started_turns.ids()
+    }
+}
+
 /// A `text` user input item.
 pub fn text(t: &str) -> Value {
     json!({"type": "text", "text": t, "text_elements": []})
@@ -151,7 +265,7 @@ pub struct Turn {
     /// The `turn/start` result.
     pub start_result: Value,
     /// `turn.status` of `turn/completed` (`completed`, `failed`, `interrupted`).
-    pub status: String,
+    pub status: TurnStatus,
     /// `turn.error` of `turn/completed`, when not null.
     pub error: Option<Value>,
     /// The `turn` object of `turn/completed`.
@@ -232,7 +346,7 @@ pub async fn wait_turn(
         id: started.id,
         thread_id: started.thread_id,
         start_result: started.result,
-        status: turn["status"].as_str().unwrap_or("").to_string(),
+        status: TurnStatus::of_turn(&turn),
         error: turn.get("error").filter(|e| !e.is_null()).cloned(),
         completed: turn,
         events: messages.iter().filter_map(event_of).collect(),
@@ -445,12 +559,39 @@ mod tests {
     use crate::app_server::message::Message;
     use std::time::Instant;
 
+    #[test]
+    fn turn_status_reads_codex_strings_and_keeps_unknown_ones() {
+        let read = |v: Value| serde_json::from_value::<TurnStatus>(v).unwrap();
+        assert_eq!(read(json!("completed")), TurnStatus::Completed);
+        assert_eq!(read(json!("failed")), TurnStatus::Failed);
+        assert_eq!(read(json!("interrupted")), TurnStatus::Interrupted);
+        assert_eq!(read(json!("inProgress")), TurnStatus::InProgress);
+        let new = read(json!("paused"));
+        assert_eq!(new, TurnStatus::Other("paused".into()));
+        assert_eq!(serde_json::to_value(&new).unwrap(), json!("paused"));
+        assert_eq!(
+            TurnStatus::of_turn(&json!({"id": "u"})),
+            TurnStatus::Other(String::new())
+        );
+        assert_eq!(format!("{:?}", TurnStatus::Failed), "\"failed\"");
+        assert_eq!(TurnStatus::InProgress.to_string(), "inProgress");
+    }
+
+    #[test]
+    fn started_turns_keep_the_ids_of_turn_start_results() {
+        let started = StartedTurns::default();
+        started.record(&json!({"turn": {"id": "t1", "status": "inProgress"}}));
+        started.record(&json!({"thread": {"id": "not a turn"}}));
+        started.record(&json!({"turn": {"id": "t2"}}));
+        assert_eq!(started.ids(), ["t1", "t2"]);
+    }
+
     fn turn_of(events: Vec<TurnEvent>) -> Turn {
         Turn {
             id: "u".into(),
             thread_id: "t".into(),
             start_result: Value::Null,
-            status: "completed".into(),
+            status: TurnStatus::Completed,
             error: None,
             completed: Value::Null,
             events,

@@ -3,6 +3,7 @@
 //! from it) and how two binaries differ (schema diff). Knows nothing of scenarios.
 
 pub mod binaries;
+pub mod binary;
 pub mod capabilities;
 pub mod install;
 pub mod schema;

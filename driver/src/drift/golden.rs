@@ -197,29 +197,84 @@ pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result
     Ok(())
 }
 
-/// Writes the golden files of the listed scenarios from `records` (those that passed or
-/// drifted as expected), for the binaries that ran them; returns one line per scenario run
-/// How [`bless`] starts the line of a golden file it could not write.
-pub const BLESS_ERROR: &str = "could not bless";
+/// What [`bless`] did with one scenario run. Shown (`Display`) as the line `--bless`
+/// prints for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlessOutcome {
+    /// The golden file was written (it was new or differed).
+    Wrote {
+        /// The file.
+        path: PathBuf,
+        /// How many model requests it holds.
+        requests: usize,
+    },
+    /// The golden file already held what this run captured.
+    Unchanged {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Not blessed: the run failed, was not applicable, or names no known binary.
+    Skipped {
+        /// `scenario[label]`.
+        name: String,
+        /// Why, e.g. `failed: boom` or `is not applicable: ...`.
+        why: String,
+    },
+    /// The golden file could not be written.
+    Error {
+        /// `scenario[label]`.
+        name: String,
+        /// The error, with its context.
+        error: String,
+    },
+}
 
-/// saying what was written or why not.
-pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<String> {
+impl BlessOutcome {
+    /// Whether the golden file could not be written (the run then exits with 2).
+    pub fn is_error(&self) -> bool {
+        matches!(self, BlessOutcome::Error { .. })
+    }
+}
+
+impl std::fmt::Display for BlessOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlessOutcome::Wrote { path, requests } => write!(
+                f,
+                "blessed: wrote {} ({requests} request(s))",
+                path.display()
+            ),
+            BlessOutcome::Unchanged { path } => write!(f, "blessed: {} unchanged", path.display()),
+            BlessOutcome::Skipped { name, why } => write!(f, "not blessed: {name}{why}"),
+            BlessOutcome::Error { name, error } => write!(f, "could not bless {name}: {error}"),
+        }
+    }
+}
+
+/// Writes the golden files of the listed scenarios from `records` (those that passed or
+/// drifted as expected), for the binaries that ran them; returns what happened to each
+/// scenario run (one [`BlessOutcome`] each).
+pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<BlessOutcome> {
     let mut report = Vec::new();
     for r in records.iter().filter(|r| SCENARIOS.contains(&r.scenario)) {
         let name = format!("{}[{}]", r.scenario, r.label);
+        let skipped = |why: String| BlessOutcome::Skipped {
+            name: name.clone(),
+            why,
+        };
         let Some(binary) = binaries.iter().find(|b| b.label() == r.label) else {
-            report.push(format!("not blessed: {name}: no binary with that label"));
+            report.push(skipped(": no binary with that label".into()));
             continue;
         };
         match &r.outcome {
             Outcome::Passed | Outcome::Drift(_) => {}
             Outcome::Failed(why) => {
                 let first = why.lines().next().unwrap_or("");
-                report.push(format!("not blessed: {name} failed: {first}"));
+                report.push(skipped(format!(" failed: {first}")));
                 continue;
             }
             Outcome::NotApplicable(why) => {
-                report.push(format!("not blessed: {name} is not applicable: {why}"));
+                report.push(skipped(format!(" is not applicable: {why}")));
                 continue;
             }
         }
@@ -228,15 +283,17 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<St
             scenario: r.scenario.to_string(),
             requests: normalize::model_requests(&r.requests),
         };
-        match write(dir, &golden) {
-            Ok((path, true)) => report.push(format!(
-                "blessed: wrote {} ({} request(s))",
-                path.display(),
-                golden.requests.len()
-            )),
-            Ok((path, false)) => report.push(format!("blessed: {} unchanged", path.display())),
-            Err(e) => report.push(format!("{BLESS_ERROR} {name}: {e:#}")),
-        }
+        report.push(match write(dir, &golden) {
+            Ok((path, true)) => BlessOutcome::Wrote {
+                path,
+                requests: golden.requests.len(),
+            },
+            Ok((path, false)) => BlessOutcome::Unchanged { path },
+            Err(e) => BlessOutcome::Error {
+                name,
+                error: format!("{e:#}"),
+            },
+        });
     }
     report
 }
@@ -366,10 +423,30 @@ mod tests {
         ];
         let report = bless(&records, std::slice::from_ref(&binary), dir.path());
         assert_eq!(report.len(), 2, "{report:?}");
-        assert!(report[0].starts_with("blessed: wrote"), "{report:?}");
+        assert!(
+            matches!(&report[0], BlessOutcome::Wrote { requests: 1, .. }),
+            "{report:?}"
+        );
+        assert!(report[0].to_string().starts_with("blessed: wrote"));
         assert_eq!(
-            report[1],
+            report[1].to_string(),
             "not blessed: request_shape_base_instructions[codex-0.171.0] failed: boom"
+        );
+        assert!(!report.iter().any(BlessOutcome::is_error));
+        let again = bless(&records[..1], std::slice::from_ref(&binary), dir.path());
+        assert!(
+            matches!(&again[0], BlessOutcome::Unchanged { .. }),
+            "{again:?}"
+        );
+        let blocked = dir.path().join("file");
+        std::fs::write(&blocked, "").unwrap();
+        let failed = bless(&records[..1], std::slice::from_ref(&binary), &blocked);
+        assert!(failed[0].is_error(), "{failed:?}");
+        assert!(
+            failed[0]
+                .to_string()
+                .starts_with("could not bless request_shape_plain[codex-0.171.0]: "),
+            "{failed:?}"
         );
         let written = load(dir.path(), "0.171.0", "request_shape_plain")
             .unwrap()

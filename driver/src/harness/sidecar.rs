@@ -19,7 +19,7 @@ use codex_parity_sidecar::{Client, ClientError, RequestFilter, Scripted};
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, oneshot, watch};
 
-use crate::app_server::child::{StderrTail, wait_or_kill};
+use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -74,7 +74,7 @@ pub struct Sidecar {
 #[derive(Debug)]
 pub struct SidecarHealth {
     pid: Option<u32>,
-    exit: watch::Receiver<Option<String>>,
+    exit: watch::Receiver<Option<ChildExit>>,
     /// Set before the sidecar is told to shut down.
     stopping: AtomicBool,
     /// Set when it ended on its own, not told to and not killed by this handle.
@@ -88,8 +88,8 @@ impl SidecarHealth {
         self.pid
     }
 
-    /// The exit status as text, once the process has ended.
-    pub fn exit_status(&self) -> Option<String> {
+    /// How the process ended, once it has.
+    pub fn exit_status(&self) -> Option<ChildExit> {
         self.exit.borrow().clone()
     }
 
@@ -100,7 +100,7 @@ impl SidecarHealth {
         }
         let status = self
             .exit_status()
-            .unwrap_or_else(|| "exit status not yet known".into());
+            .map_or_else(|| "exit status not yet known".into(), |s| s.to_string());
         Some(format!(
             "the sidecar (pid {}) died during the scenario: {status}; its stderr:\n{}",
             self.pid.map_or("?".to_string(), |p| p.to_string()),
@@ -109,7 +109,7 @@ impl SidecarHealth {
     }
 
     /// Waits up to `timeout` for the process to end; its exit status if it did.
-    async fn wait_exit(&self, timeout: Duration) -> Option<String> {
+    async fn wait_exit(&self, timeout: Duration) -> Option<ChildExit> {
         let mut exit = self.exit.clone();
         let _ = tokio::time::timeout(timeout, exit.wait_for(Option::is_some)).await;
         self.exit_status()
@@ -121,7 +121,7 @@ impl SidecarHealth {
 async fn watch_sidecar(
     mut child: Child,
     kill: oneshot::Receiver<()>,
-    exit: watch::Sender<Option<String>>,
+    exit: watch::Sender<Option<ChildExit>>,
     health: Arc<SidecarHealth>,
 ) {
     let (text, on_its_own) = wait_or_kill(&mut child, kill).await;
@@ -171,7 +171,7 @@ impl Sidecar {
                 bail!(
                     "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
                     launcher.program.display(),
-                    status.unwrap_or_else(|| "still running".into()),
+                    status.map_or_else(|| "still running".into(), |s| s.to_string()),
                     health.stderr_tail.text()
                 );
             }
@@ -274,7 +274,7 @@ impl Sidecar {
         let result = self.client.get_mut().shutdown().await;
         let reply = self.explained(result).await?;
         let exit_code = match self.health.wait_exit(Duration::from_secs(5)).await {
-            Some(status) => exit_code_of(&status),
+            Some(status) => status.code(),
             None => {
                 if let Some(kill) = self.kill.take() {
                     let _ = kill.send(());
@@ -287,29 +287,5 @@ impl Sidecar {
             unscripted: reply.unscripted,
             exit_code,
         })
-    }
-}
-
-/// The code of an `ExitStatus` printed as text (`exit status: 3`), if it has one.
-fn exit_code_of(status: &str) -> Option<i32> {
-    status.strip_prefix("exit status: ")?.trim().parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_are_read_back_from_the_status_text() {
-        let code = |c: i32| {
-            let status = std::process::Command::new("sh")
-                .args(["-c", &format!("exit {c}")])
-                .status()
-                .unwrap();
-            exit_code_of(&status.to_string())
-        };
-        assert_eq!(code(0), Some(0));
-        assert_eq!(code(3), Some(3));
-        assert_eq!(exit_code_of("signal: 9 (SIGKILL)"), None);
     }
 }

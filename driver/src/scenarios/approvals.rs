@@ -135,7 +135,11 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let request = the_request(&seen, COMMAND_APPROVAL, &turn)?;
     ensure!(
         request["command"]
@@ -239,7 +243,11 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let request = the_request(&seen, FILE_APPROVAL, &turn)?;
     let items = turn.completed_items("fileChange");
     ensure_eq!(items.len(), 1, "completed fileChange items");

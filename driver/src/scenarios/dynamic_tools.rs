@@ -130,7 +130,11 @@ async fn tool_turn(
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(turn.final_response(), "done", "final response");
     let calls = recorded(&calls);
     ensure_eq!(calls.len(), 1, "item/tool/call requests");
@@ -295,7 +299,11 @@ async fn schema_rejected(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "failed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Failed,
+        "turn status"
+    );
     ensure!(
         turn.error_message().contains("invalid_function_parameters"),
         "turn.error.message: {}",

@@ -91,7 +91,11 @@ async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
     ])];
     let (world, app, thread) = setup(ctx, script).await?;
     let turn = run_turn(&app, &thread, vec![text("hello?")], &TurnOptions::default()).await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure!(turn.error.is_none(), "turn error: {:?}", turn.error);
     ensure_eq!(
         turn.agent_messages(),
@@ -142,7 +146,11 @@ async fn streaming(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let mut deltas = Vec::new();
     let mut completed_at = None;
     for (i, m) in turn.messages.iter().enumerate() {
@@ -197,7 +205,11 @@ async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
         setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let mut turn = run_turn(&app, &thread, vec![text("use override")], &options).await?;
     turn.model = model.into();
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let requests = expect_requests(&world, 1).await?;
     ensure_eq!(requests[0].body["model"], json!(model), "body.model");
     let usage = turn
@@ -245,7 +257,11 @@ async fn phases(
     body.push(events::completed("resp-1"));
     let (world, app, thread) = setup(ctx, vec![Scripted::sse(body)]).await?;
     let turn = run_turn(&app, &thread, vec![text(prompt)], &TurnOptions::default()).await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let phase_name = |p: &Option<Phase>| match p {
         Some(Phase::Commentary) => Some("commentary"),
         Some(Phase::FinalAnswer) => Some("final_answer"),
@@ -330,7 +346,11 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     let turn = wait_turn(&app, started, Duration::from_secs(45)).await?;
-    ensure_eq!(turn.status.as_str(), "failed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Failed,
+        "turn status"
+    );
     let progress = turn.retry_progress();
     let want: Vec<String> = (1..=5).map(|i| format!("Reconnecting... {i}/5")).collect();
     ensure_eq!(
@@ -421,7 +441,11 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let calls = recorded(&calls);
     ensure_eq!(calls.len(), 1, "item/tool/call requests");
     let call = &calls[0];

@@ -404,7 +404,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             ctx.drift(format!("{what}: expected {want}, got {got}").replace(&url, "{url}"));
         }
     };
-    differ("turn.status", fault.status.into(), turn.status.clone());
+    differ("turn.status", fault.status.into(), turn.status.to_string());
     differ(
         "turn.error.message",
         fault.message.replace("{url}", &url),
@@ -518,7 +518,7 @@ fn check_terminal(turn: &Turn) -> anyhow::Result<()> {
         .iter()
         .filter(|(_, p)| p["willRetry"] != json!(true))
         .collect();
-    if turn.status != "failed" {
+    if turn.status != crate::app_server::turn::TurnStatus::Failed {
         anyhow::ensure!(
             terminal.is_empty() && turn.error.is_none(),
             "a {} turn carries an error: {:?} / {:?}",

@@ -282,8 +282,8 @@ async fn edit_turn(
     )
     .await?;
     ensure_eq!(
-        turn.status.as_str(),
-        "completed",
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
         "{} turn status",
         edit.kind()
     );
@@ -456,7 +456,11 @@ async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let commands = turn.completed_items("commandExecution");
     ensure_eq!(commands.len(), 1, "commandExecution items");
     ensure_eq!(

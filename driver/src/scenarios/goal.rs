@@ -123,7 +123,11 @@ pub(super) async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "bootstrap turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "bootstrap turn status"
+    );
     Ok((world, app, thread))
 }
 

@@ -81,7 +81,11 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = wait_turn(&app, started, Duration::from_secs(1))
         .await
         .context("the interrupted turn did not end within 1 s of turn/interrupt")?;
-    ensure_eq!(turn.status.as_str(), "interrupted", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Interrupted,
+        "turn status"
+    );
     ensure!(
         turn.agent_messages().is_empty(),
         "the interrupted turn got a message: {:?}",
@@ -118,7 +122,11 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
             ));
         }
     }
-    ensure_eq!(second.status.as_str(), "completed", "second turn status");
+    ensure_eq!(
+        second.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "second turn status"
+    );
     ensure!(second.id != turn_id, "the second turn reused the turn id");
     ensure_eq!(
         second.final_response(),
@@ -171,7 +179,11 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         .context("turn/steer")?;
     ensure_eq!(answer, json!({"turnId": turn_id}), "turn/steer result");
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(
         turn.final_response(),
         "steered answer",
@@ -232,7 +244,11 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(first.status.as_str(), "completed", "image turn status");
+    ensure_eq!(
+        first.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "image turn status"
+    );
     let path = world.workspace.join("pixel.png");
     std::fs::write(&path, &pixel).with_context(|| format!("writing {}", path.display()))?;
     let second = run_turn(
@@ -246,8 +262,8 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     ensure_eq!(
-        second.status.as_str(),
-        "completed",
+        second.status,
+        crate::app_server::turn::TurnStatus::Completed,
         "localImage turn status"
     );
     let requests = expect_requests(&world, 2).await?;

@@ -171,7 +171,11 @@ async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(
         turn.agent_messages(),
         vec![("m1", "First", None), ("m2", "", None)],
@@ -199,7 +203,11 @@ async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "failed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Failed,
+        "turn status"
+    );
     ensure!(
         turn.error_message().contains("boom from mock model"),
         "turn.error.message: {:?}",
@@ -232,7 +240,11 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(turn.final_response(), "fleeting", "final response");
     expect_requests(&world, 1).await?;
     app.shutdown(Duration::from_secs(3)).await;

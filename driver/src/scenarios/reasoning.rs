@@ -52,7 +52,11 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let deltas: Vec<_> = turn
         .notifications("item/reasoning/summaryTextDelta")
         .into_iter()
@@ -85,7 +89,11 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(next.status.as_str(), "completed", "second turn status");
+    ensure_eq!(
+        next.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "second turn status"
+    );
     let requests = expect_requests(&world, 2).await?;
     let echoed = requests[1].inputs_of_type("reasoning");
     ensure_eq!(echoed.len(), 1, "reasoning items in request 2");

@@ -67,7 +67,11 @@ async fn one_turn(
     let (world, app, thread, _) =
         setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let turn = run_turn(&app, &thread, vec![text(PROMPT)], &TurnOptions::default()).await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(turn.final_response(), "shape ok", "final response");
     let started = turn
         .messages

@@ -76,7 +76,11 @@ async fn interleaved(ctx: &Ctx) -> anyhow::Result<()> {
     let turn_b = wait_turn(&app, started_b, Duration::from_secs(20)).await?;
     let all = app.messages();
     for (turn, word) in [(&turn_a, "one"), (&turn_b, "two")] {
-        ensure_eq!(turn.status.as_str(), "completed", "turn status on {word}");
+        ensure_eq!(
+            turn.status,
+            crate::app_server::turn::TurnStatus::Completed,
+            "turn status on {word}"
+        );
         let item = format!("msg-{word}");
         let deltas: Vec<[&str; 3]> = all
             .iter()
@@ -162,7 +166,11 @@ async fn model_list_during_turn(ctx: &Ctx) -> anyhow::Result<()> {
         .with_context(|| format!("model/list result without a data array: {models}"))?;
     ensure!(!data.is_empty(), "model/list returned no models");
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     ensure_eq!(turn.final_response(), "slow", "final response");
     expect_requests(&world, 1).await?;
     let fetched: Vec<String> = world
@@ -190,7 +198,11 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "turn status"
+    );
     let cursor = app.cursor();
     app.call(
         "thread/name/set",
@@ -301,7 +313,11 @@ async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(turn.status.as_str(), "completed", "first turn status");
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "first turn status"
+    );
     first.shutdown(Duration::from_secs(5)).await;
 
     let second = world.start().await?;

@@ -10,23 +10,25 @@
 //! (`<cache>/.locks/<VERSION>.lock`, `flock`, released automatically if a process dies); every install works in its own
 //! temporary directory and publishes the binary with a `rename`, so a reader never sees a half-written `codex`.
 
-use std::ffi::OsString;
 use std::fs::File;
-use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncReadExt;
 
-use crate::codex::binaries::{self, CodexBinary};
+use crate::codex::binary::{self, CodexBinary};
 use crate::codex::versions;
-use crate::lock;
+
+mod cache;
+mod npm;
+mod progress;
+mod unpack;
+
+pub use cache::*;
+pub use npm::*;
+pub use progress::*;
+pub use unpack::*;
 
 /// The npm package that carries the Codex CLI.
 pub const NPM_PACKAGE: &str = "@openai/codex";
@@ -45,219 +47,6 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// How often progress is refreshed while downloading or unpacking.
 const TICK: Duration = Duration::from_millis(250);
-
-/// Receives human-readable progress messages.
-pub trait Progress: Send + Sync {
-    /// A message that should stay visible (one line).
-    fn message(&self, msg: &str);
-
-    /// A transient status that replaces the previous one (download or unpack progress). Called several times a
-    /// second; implementations decide how often to show it. The default shows every update as a message.
-    fn update(&self, msg: &str) {
-        self.message(msg);
-    }
-}
-
-/// Interval between status lines when stderr is not a terminal.
-const STATUS_LINE_INTERVAL: Duration = Duration::from_secs(5);
-
-/// Writes progress to stderr: `\r`-updated status line on a terminal, otherwise one line every few seconds.
-#[derive(Debug)]
-pub struct StderrProgress {
-    /// Whether stderr is a terminal.
-    tty: bool,
-    /// Mutable display state.
-    state: Mutex<StderrState>,
-}
-
-/// What [`StderrProgress`] has shown so far.
-#[derive(Debug, Default)]
-struct StderrState {
-    /// A `\r` status line is on screen and needs clearing before the next message.
-    status_shown: bool,
-    /// When the last non-terminal status line was printed.
-    last_line: Option<Instant>,
-}
-
-impl StderrProgress {
-    /// A reporter that detects whether stderr is a terminal.
-    pub fn new() -> Self {
-        Self {
-            tty: std::io::stderr().is_terminal(),
-            state: Mutex::new(StderrState::default()),
-        }
-    }
-}
-
-impl Default for StderrProgress {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Progress for StderrProgress {
-    fn message(&self, msg: &str) {
-        let mut state = lock(&self.state);
-        let mut err = std::io::stderr().lock();
-        if state.status_shown {
-            let _ = write!(err, "\r\x1b[K");
-            state.status_shown = false;
-        }
-        let _ = writeln!(err, "{msg}");
-        state.last_line = None;
-    }
-
-    fn update(&self, msg: &str) {
-        let mut state = lock(&self.state);
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[K{msg}");
-            let _ = err.flush();
-            state.status_shown = true;
-        } else if state
-            .last_line
-            .is_none_or(|t| t.elapsed() >= STATUS_LINE_INTERVAL)
-        {
-            let _ = writeln!(err, "{msg}");
-            state.last_line = Some(Instant::now());
-        }
-    }
-}
-
-/// Discards all progress.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn message(&self, _msg: &str) {}
-}
-
-/// The per-user cache of installed Codex binaries: `<root>/<VERSION>/codex` and `<root>/<VERSION>/install.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cache {
-    /// The directory holding one subdirectory per version.
-    root: PathBuf,
-}
-
-impl Cache {
-    /// A cache rooted at `root` (created when first needed).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
-    }
-
-    /// The default cache: `$CODEX_PARITY_CACHE` if set, else `$XDG_CACHE_HOME/codex-parity/codex`, else
-    /// `$HOME/.cache/codex-parity/codex`.
-    pub fn from_env() -> Result<Self> {
-        let var = |name: &str| std::env::var_os(name);
-        cache_root_from(var(CACHE_ENV), var("XDG_CACHE_HOME"), var("HOME")).map(Self::new).ok_or_else(|| {
-            anyhow!("cannot choose a cache directory for Codex binaries: HOME is not set; set {CACHE_ENV}=DIR")
-        })
-    }
-
-    /// The cache root.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// `<root>/<version>`.
-    pub fn version_dir(&self, version: &str) -> PathBuf {
-        self.root.join(version)
-    }
-
-    /// `<root>/<version>/codex`, where the binary of `version` is kept.
-    pub fn binary_path(&self, version: &str) -> PathBuf {
-        self.version_dir(version).join("codex")
-    }
-
-    /// `<root>/<version>/install.json`, describing where the binary came from.
-    pub fn manifest_path(&self, version: &str) -> PathBuf {
-        self.version_dir(version).join("install.json")
-    }
-
-    /// The lock file serialising installs of `version`.
-    fn lock_path(&self, version: &str) -> PathBuf {
-        self.root.join(".locks").join(format!("{version}.lock"))
-    }
-
-    /// The directory holding temporary install directories of `version`.
-    fn tmp_dir(&self, version: &str) -> PathBuf {
-        self.root.join(".tmp").join(version)
-    }
-
-    /// The cached binary of `version`, if present and `--version` reports `version`.
-    pub async fn cached(&self, version: &str) -> Option<CodexBinary> {
-        let path = self.binary_path(version);
-        if !path.is_file() {
-            return None;
-        }
-        binaries::probe(&path)
-            .await
-            .ok()
-            .filter(|b| b.version == version)
-    }
-}
-
-/// Chooses the cache root from the values of `CODEX_PARITY_CACHE`, `XDG_CACHE_HOME` and `HOME`. Empty values count as
-/// unset; a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
-pub fn cache_root_from(
-    override_dir: Option<OsString>,
-    xdg_cache_home: Option<OsString>,
-    home: Option<OsString>,
-) -> Option<PathBuf> {
-    let non_empty = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = non_empty(override_dir) {
-        return Some(dir);
-    }
-    if let Some(xdg) = non_empty(xdg_cache_home).filter(|p| p.is_absolute()) {
-        return Some(xdg.join("codex-parity").join("codex"));
-    }
-    non_empty(home).map(|h| h.join(".cache").join("codex-parity").join("codex"))
-}
-
-/// The npm platform build matching an OS and CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Platform {
-    /// Suffix of the npm version, e.g. `linux-x64`.
-    pub npm_suffix: &'static str,
-    /// Rust target triple of the vendored binary, e.g. `x86_64-unknown-linux-musl`.
-    pub triple: &'static str,
-}
-
-/// The linux-x64 build.
-pub const LINUX_X64: Platform = Platform {
-    npm_suffix: "linux-x64",
-    triple: "x86_64-unknown-linux-musl",
-};
-
-/// The platform build for `os`/`arch` (values of `std::env::consts::{OS, ARCH}`), or an error naming what is missing.
-pub fn platform_for(os: &str, arch: &str) -> Result<Platform> {
-    match (os, arch) {
-        ("linux", "x86_64") => Ok(LINUX_X64),
-        ("linux", "aarch64") => Ok(Platform {
-            npm_suffix: "linux-arm64",
-            triple: "aarch64-unknown-linux-musl",
-        }),
-        _ => bail!(
-            "downloading Codex is only supported on Linux (x86_64, aarch64), not {os}/{arch}; install the Codex CLI \
-             yourself and pass it with --codex-bin PATH or CODEX_TEST_BINS"
-        ),
-    }
-}
-
-/// The platform build for this machine.
-pub fn current_platform() -> Result<Platform> {
-    platform_for(std::env::consts::OS, std::env::consts::ARCH)
-}
-
-/// The npm spec of a version's build for `platform`: `@openai/codex@0.171.0-linux-x64`.
-pub fn npm_package_spec_for(version: &str, platform: Platform) -> String {
-    format!("{NPM_PACKAGE}@{version}-{}", platform.npm_suffix)
-}
-
-/// The npm spec of a version's linux-x64 build, the one this project tests: `@openai/codex@0.171.0-linux-x64`.
-pub fn npm_package_spec(version: &str) -> String {
-    npm_package_spec_for(version, LINUX_X64)
-}
 
 /// What `install.json` records next to a cached binary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,7 +101,7 @@ pub async fn install_with(
     }
     let npm = match &options.npm {
         Some(npm) => npm.clone(),
-        None => binaries::find_on_path("npm".as_ref()).ok_or_else(|| {
+        None => binary::find_on_path("npm".as_ref()).ok_or_else(|| {
             anyhow!(
                 "cannot install Codex {version}: `npm` is not on PATH. Install Node.js and npm \
                  (https://nodejs.org), or pass an existing Codex binary with --codex-bin PATH (or CODEX_TEST_BINS)"
@@ -399,7 +188,7 @@ async fn fetch(
     let found = find_binary(&unpack_dir, Some(platform.triple))
         .with_context(|| format!("corrupt package {spec}"))?;
     set_executable(&found)?;
-    let binary = binaries::probe(&found)
+    let binary = binary::probe(&found)
         .await
         .with_context(|| format!("the codex binary inside {spec} does not run"))?;
     if binary.version != version {
@@ -485,368 +274,6 @@ async fn lock_version(
     }
 }
 
-/// What `npm pack` produced.
-#[derive(Debug)]
-struct Packed {
-    /// The downloaded `.tgz`.
-    tarball: PathBuf,
-    /// SHA-1 reported by `npm pack --json`.
-    shasum: Option<String>,
-    /// Integrity string reported by `npm pack --json`.
-    integrity: Option<String>,
-}
-
-/// One entry of `npm pack --json` output (fields we use).
-#[derive(Debug, Deserialize)]
-struct PackJson {
-    /// Tarball file name inside the pack destination.
-    filename: Option<String>,
-    /// SHA-1 of the tarball.
-    shasum: Option<String>,
-    /// Subresource integrity of the tarball.
-    integrity: Option<String>,
-}
-
-/// Runs `npm pack <spec> --pack-destination <dest>`, showing elapsed time and tarball size while it runs.
-async fn npm_pack(npm: &Path, spec: &str, dest: &Path, progress: &dyn Progress) -> Result<Packed> {
-    tokio::fs::create_dir_all(dest)
-        .await
-        .with_context(|| format!("cannot create {}", dest.display()))?;
-    progress.message(&format!("downloading {spec} with npm pack"));
-    let mut child = tokio::process::Command::new(npm)
-        .arg("pack")
-        .arg(spec)
-        .arg("--pack-destination")
-        .arg(dest)
-        .args(["--json", "--loglevel=warn"])
-        .current_dir(dest)
-        .env("npm_config_update_notifier", "false")
-        .env("npm_config_fund", "false")
-        .env("npm_config_audit", "false")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| {
-            format!(
-                "cannot run {}: install Node.js and npm (https://nodejs.org), or pass an existing Codex binary with \
-                 --codex-bin PATH",
-                npm.display()
-            )
-        })?;
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let started = Instant::now();
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status.with_context(|| format!("waiting for npm pack {spec}"))?,
-            () = tokio::time::sleep(TICK) => {
-                let elapsed = started.elapsed();
-                if elapsed > NPM_TIMEOUT {
-                    let _ = child.kill().await;
-                    bail!("npm pack {spec} did not finish within {} min; check the network or npm's proxy settings",
-                        NPM_TIMEOUT.as_secs() / 60);
-                }
-                let written = dir_size(dest);
-                let size = if written > 0 { format!(", {} written", mb(written)) } else { String::new() };
-                progress.update(&format!("downloading {spec} … {} s{size}", elapsed.as_secs()));
-            }
-        }
-    };
-    let stdout = stdout.await.unwrap_or_default();
-    let stderr = String::from_utf8_lossy(&stderr.await.unwrap_or_default()).into_owned();
-    if !status.success() {
-        return Err(npm_error(spec, &status.to_string(), &stderr));
-    }
-    let info: Option<PackJson> = serde_json::from_slice::<Vec<PackJson>>(&stdout)
-        .ok()
-        .and_then(|v| v.into_iter().next());
-    let tarball = match info.as_ref().and_then(|i| i.filename.as_deref()) {
-        Some(name) => dest.join(
-            name.trim_start_matches("./")
-                .rsplit('/')
-                .next()
-                .unwrap_or(name),
-        ),
-        None => find_tgz(dest)?,
-    };
-    if !tarball.is_file() {
-        bail!(
-            "npm pack {spec} succeeded but {} is missing{}",
-            tarball.display(),
-            binaries::quote_tail("npm output", &stderr, 10)
-        );
-    }
-    let size = std::fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
-    progress.message(&format!(
-        "downloaded {spec}: {} in {:.1} s",
-        mb(size),
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(Packed {
-        tarball,
-        shasum: info.as_ref().and_then(|i| i.shasum.clone()),
-        integrity: info.as_ref().and_then(|i| i.integrity.clone()),
-    })
-}
-
-/// The error for a failed `npm pack`, classified by what npm printed.
-pub fn npm_error(spec: &str, status: &str, stderr: &str) -> anyhow::Error {
-    let tail = binaries::quote_tail("npm stderr", stderr, 8);
-    if ["E404", "ETARGET", "No matching version", "404 Not Found"]
-        .iter()
-        .any(|m| stderr.contains(m))
-    {
-        anyhow!(
-            "no such version: {spec} is not on the npm registry. Run `npm view {NPM_PACKAGE} versions` to list them \
-             (linux builds end in -linux-x64; pass the part before the suffix){tail}"
-        )
-    } else if [
-        "ENOTFOUND",
-        "EAI_AGAIN",
-        "ECONNREFUSED",
-        "ECONNRESET",
-        "ETIMEDOUT",
-        "network",
-    ]
-    .iter()
-    .any(|m| stderr.contains(m))
-    {
-        anyhow!(
-            "npm could not reach the registry to fetch {spec}; check the network and npm's proxy/registry settings \
-             (`npm config get registry`), or pass an existing Codex binary with --codex-bin PATH{tail}"
-        )
-    } else {
-        anyhow!("npm pack {spec} failed ({status}){tail}")
-    }
-}
-
-/// Reads a child's pipe to the end in the background.
-fn drain<R>(pipe: Option<R>) -> tokio::task::JoinHandle<Vec<u8>>
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
-        let mut buf = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut buf).await;
-        }
-        buf
-    })
-}
-
-/// Total size of the regular files directly inside `dir` (the growing tarball).
-fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// The single `.tgz` in `dir`.
-fn find_tgz(dir: &Path) -> Result<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "tgz"))
-        .collect();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => bail!("npm pack wrote no .tgz into {}", dir.display()),
-        _ => bail!("npm pack wrote several .tgz files into {}", dir.display()),
-    }
-}
-
-/// `12.3 MB`.
-fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-/// Sizes seen while unpacking.
-#[derive(Debug, Clone, Copy)]
-pub struct Unpacked {
-    /// Size of the `.tgz`.
-    pub compressed_bytes: u64,
-    /// Bytes of tar stream read (the unpacked package size, roughly).
-    pub unpacked_bytes: u64,
-}
-
-/// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the native binary (regular
-/// files named `codex` larger than [`MIN_BINARY_SIZE`]); the rest of the package is read and skipped. Shows MB
-/// unpacked. Errors mean the tarball is corrupt (bad gzip or tar data, truncation, CRC mismatch).
-pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<Unpacked> {
-    let counter = Arc::new(AtomicU64::new(0));
-    let task = {
-        let (tgz, dest, counter) = (tgz.to_owned(), dest.to_owned(), Arc::clone(&counter));
-        tokio::task::spawn_blocking(move || unpack_blocking(&tgz, &dest, &counter))
-    };
-    let total = gzip_uncompressed_size(tgz);
-    let started = Instant::now();
-    tokio::pin!(task);
-    let result = loop {
-        tokio::select! {
-            joined = &mut task => break joined.context("the unpack task panicked")?,
-            () = tokio::time::sleep(TICK) => {
-                let done = counter.load(Ordering::Relaxed);
-                let of = total.map(|t| format!(" of {}", mb(t))).unwrap_or_default();
-                progress.update(&format!("unpacking … {}{of}, {} s", mb(done), started.elapsed().as_secs()));
-            }
-        }
-    };
-    let unpacked = result?;
-    progress.message(&format!(
-        "unpacked {} in {:.1} s",
-        mb(unpacked.unpacked_bytes),
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(unpacked)
-}
-
-/// The uncompressed size recorded in a gzip trailer (modulo 4 GiB), for progress display only.
-fn gzip_uncompressed_size(path: &Path) -> Option<u64> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = File::open(path).ok()?;
-    file.seek(SeekFrom::End(-4)).ok()?;
-    let mut buf = [0u8; 4];
-    file.read_exact(&mut buf).ok()?;
-    Some(u64::from(u32::from_le_bytes(buf)))
-}
-
-/// Counts bytes read through it.
-struct CountingReader<R> {
-    /// The wrapped reader.
-    inner: R,
-    /// Running total, shared with the progress display.
-    count: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-/// Synchronous body of [`unpack`].
-fn unpack_blocking(tgz: &Path, dest: &Path, counter: &Arc<AtomicU64>) -> Result<Unpacked> {
-    let file = File::open(tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
-    let compressed_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
-    let gz = flate2::read::GzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file));
-    let mut reader = CountingReader {
-        inner: gz,
-        count: Arc::clone(counter),
-    };
-    {
-        let mut archive = tar::Archive::new(&mut reader);
-        let entries = archive
-            .entries()
-            .context("not a gzip-compressed tar archive")?;
-        for entry in entries {
-            let mut entry = entry.context("bad tar entry (truncated or not a tar archive)")?;
-            let header = entry.header();
-            let is_candidate = header.entry_type().is_file()
-                && entry.path().is_ok_and(|p| {
-                    p.file_name()
-                        .is_some_and(|n| is_native_binary(n, header.size().unwrap_or(0)))
-                });
-            if is_candidate {
-                let name = entry
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                let unpacked = entry
-                    .unpack_in(dest)
-                    .with_context(|| format!("cannot unpack {name}"))?;
-                if !unpacked {
-                    bail!("refusing to unpack {name}: the path leaves the package directory");
-                }
-            }
-        }
-    }
-    // Read to the end so that gzip verifies its CRC and length trailer (tar stops at its end-of-archive marker).
-    std::io::copy(&mut reader, &mut std::io::sink())
-        .context("bad gzip data after the tar archive")?;
-    Ok(Unpacked {
-        compressed_bytes,
-        unpacked_bytes: counter.load(Ordering::Relaxed),
-    })
-}
-
-/// The rule that tells the native binary apart: a file named `codex` larger than [`MIN_BINARY_SIZE`] (the package
-/// also holds small `codex` launcher scripts and directories).
-fn is_native_binary(name: &std::ffi::OsStr, size: u64) -> bool {
-    name == "codex" && size > MIN_BINARY_SIZE
-}
-
-/// Finds the native Codex binary under `root`: the regular file (not a symlink) named `codex` larger than
-/// [`MIN_BINARY_SIZE`]. If there are several, the one under `vendor/<triple>/` wins when `triple` picks exactly one.
-pub fn find_binary(root: &Path, triple: Option<&str>) -> Result<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))?
-        {
-            let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
-            let meta = entry
-                .metadata()
-                .with_context(|| format!("cannot stat {}", entry.path().display()))?;
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else if meta.is_file() && is_native_binary(&entry.file_name(), meta.len()) {
-                found.push(entry.path());
-            }
-        }
-    }
-    found.sort();
-    if found.len() > 1
-        && let Some(triple) = triple
-    {
-        let marker = Path::new("vendor").join(triple);
-        let preferred: Vec<&PathBuf> = found
-            .iter()
-            .filter(|p| {
-                p.strip_prefix(root)
-                    .is_ok_and(|rel| rel.ancestors().any(|a| a.ends_with(&marker)))
-            })
-            .collect();
-        if let [only] = preferred.as_slice() {
-            return Ok((*only).clone());
-        }
-    }
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => bail!(
-            "no codex binary inside the package (no regular file named `codex` larger than {} MB)",
-            MIN_BINARY_SIZE / (1024 * 1024)
-        ),
-        _ => {
-            let list: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
-            bail!(
-                "several candidate codex binaries inside the package: {}",
-                list.join(", ")
-            )
-        }
-    }
-}
-
-/// Makes `path` executable (`0o755`).
-fn set_executable(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("cannot make {} executable", path.display()))
-}
-
 /// Moves the verified binary and its record into `<root>/<version>/`, each with an atomic rename. The binary goes last:
 /// its presence marks a complete install.
 fn publish(
@@ -881,7 +308,9 @@ pub fn read_record(cache: &Cache, version: &str) -> Result<InstallRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
     use std::os::unix::fs::PermissionsExt;
+    use std::sync::Mutex;
 
     /// Collects messages for assertions.
     #[derive(Default)]

@@ -1,0 +1,182 @@
+//! `codex-parity bench`: what the harness costs and how it holds up.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use codex_parity::bench;
+use codex_parity::codex::binaries::CodexBinary;
+use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::runner;
+use codex_parity::harness::world::Settings;
+
+use crate::cli::matrix::{MatrixArgs, binaries_for, settings};
+
+/// The arguments of `bench`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// Our overhead per world against codex start-up.
+    #[arg(long)]
+    overhead: bool,
+    /// Suite wall time per binary and on all binaries.
+    #[arg(long)]
+    suite: bool,
+    /// Soak one app-server and one sidecar.
+    #[arg(long)]
+    soak: bool,
+    /// The sidecar under HTTP load against a bare server.
+    #[arg(long)]
+    load: bool,
+    /// --overhead: empty worlds to measure (median reported).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// --soak: consecutive turns on one thread.
+    #[arg(long, default_value_t = 500)]
+    turns: usize,
+    /// --soak: threads running turns at once in one app-server.
+    #[arg(long, default_value_t = 50)]
+    threads: usize,
+    /// --load: requests sent to each server.
+    #[arg(long, default_value_t = 20_000)]
+    requests: usize,
+    /// --load: concurrent keep-alive connections.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    #[command(flatten)]
+    matrix: MatrixArgs,
+}
+
+/// `bench`: the measures asked for (`--overhead` and `--suite` when none is).
+pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let default = !(args.overhead || args.suite || args.soak || args.load);
+    let settings = settings(false, false)?;
+    let mut failed = false;
+    if args.load {
+        load(&args, &settings).await?;
+    }
+    let needs_codex = default || args.overhead || args.suite || args.soak;
+    let binaries = if needs_codex {
+        binaries_for(&args.matrix).await?
+    } else {
+        Vec::new()
+    };
+    if default || args.overhead {
+        overhead(&args, &binaries, &settings).await?;
+    }
+    if args.soak {
+        failed |= !soak(&args, &binaries, &settings).await?;
+    }
+    if default || args.suite {
+        failed |= !suite(&args, binaries, settings).await?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--load`: the sidecar against a bare server.
+async fn load(args: &BenchArgs, settings: &Settings) -> anyhow::Result<()> {
+    let r = bench::load::load(&settings.sidecar, args.requests, args.clients).await?;
+    println!("load, {} clients:", args.clients);
+    println!("  sidecar (capture on): {}", r.sidecar.summary());
+    println!("  bare hyper server:    {}", r.bare.summary());
+    println!(
+        "  sidecar / bare = {:.2} (target: at least 0.5); sidecar RSS {} KiB, peak {} KiB",
+        r.ratio(),
+        r.sidecar_memory_kib.map_or(0, |m| m.0),
+        r.sidecar_memory_kib.map_or(0, |m| m.1)
+    );
+    Ok(())
+}
+
+/// `--overhead`: our world set-up and teardown against codex start-up, per binary.
+async fn overhead(
+    args: &BenchArgs,
+    binaries: &[CodexBinary],
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    for binary in binaries {
+        let o = bench::overhead(binary, settings, args.runs).await?;
+        println!(
+            "{}: median over {} worlds: ours {:.1} ms set-up + {:.1} ms teardown; codex spawn->initialize {:.1} ms",
+            binary.label(),
+            args.runs,
+            ms(bench::median(&o.world_setup)),
+            ms(bench::median(&o.teardown)),
+            ms(bench::median(&o.codex_start)),
+        );
+    }
+    Ok(())
+}
+
+/// `--soak` on the first binary; false when a soak check failed.
+async fn soak(
+    args: &BenchArgs,
+    binaries: &[CodexBinary],
+    settings: &Settings,
+) -> anyhow::Result<bool> {
+    let binary = binaries.first().context("no codex binary")?;
+    match bench::soak::soak(binary, settings, args.turns, args.threads).await {
+        Ok(r) => {
+            println!("soak on {}:", binary.label());
+            println!("{}", r.one_thread.describe("  one thread", "turn"));
+            println!(
+                "{}",
+                r.many_threads
+                    .describe(&format!("  {} threads", args.threads), "round")
+            );
+            println!("  every turn's request captured exactly once");
+            Ok(true)
+        }
+        Err(e) => {
+            println!("soak on {}: FAILED: {e:#}", binary.label());
+            Ok(false)
+        }
+    }
+}
+
+/// `--suite`: each binary alone (when there are several), then all of them together;
+/// false when a scenario failed.
+async fn suite(
+    args: &BenchArgs,
+    binaries: Vec<CodexBinary>,
+    settings: Settings,
+) -> anyhow::Result<bool> {
+    let scenarios = args.matrix.scenarios()?;
+    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let jobs = args.matrix.jobs();
+    let settings = Arc::new(settings);
+    let mut runs: Vec<Vec<runner::Target>> = Vec::new();
+    if targets.len() > 1 {
+        runs.extend(targets.iter().map(|t| vec![t.clone()]));
+    }
+    runs.push(targets);
+    let mut single = Vec::new();
+    let mut passed = true;
+    for set in runs {
+        let r = bench::suite(&set, &scenarios, settings.clone(), jobs).await;
+        let counts: Vec<String> = r.counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+        println!(
+            "suite on {} ({} scenarios, --jobs {jobs}): {:.1} s ({})",
+            r.labels.join(" + "),
+            scenarios.len(),
+            r.wall.as_secs_f64(),
+            counts.join(", ")
+        );
+        passed &= !r.counts.iter().any(|(w, n)| *w == "FAIL" && *n > 0);
+        if r.labels.len() == 1 {
+            single.push(r.wall);
+        } else if let Some(first) = single.first() {
+            println!(
+                "  {} versions together take {:.2}x one version alone ({:.2}x the sum of the single runs)",
+                r.labels.len(),
+                r.wall.as_secs_f64() / first.as_secs_f64(),
+                r.wall.as_secs_f64() / single.iter().map(|d| d.as_secs_f64()).sum::<f64>()
+            );
+        }
+    }
+    Ok(passed)
+}

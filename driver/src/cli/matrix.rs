@@ -1,0 +1,79 @@
+//! What `run` and `bench` share: which binaries and scenarios make the matrix, how many
+//! run at once, and the settings of a run.
+
+use std::path::PathBuf;
+
+use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::versions;
+use codex_parity::harness::scenario;
+use codex_parity::harness::sidecar::SidecarLauncher;
+use codex_parity::harness::world::Settings;
+use codex_parity::scenarios;
+
+/// What `run` and `bench` share: the binaries and the scenarios of the matrix, and how
+/// many run at once.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MatrixArgs {
+    /// A codex binary to test (repeatable); with --codex-version or --compare, tested
+    /// beside those versions. Wins over CODEX_TEST_BINS.
+    #[arg(long = "codex-bin", value_name = "PATH")]
+    pub(crate) codex_bin: Vec<PathBuf>,
+    /// A codex version to install from npm and test (repeatable).
+    #[arg(long = "codex-version", value_name = "VERSION")]
+    pub(crate) codex_version: Vec<String>,
+    /// Test the whole comparison set of fixtures/codex-versions.json.
+    #[arg(long)]
+    pub(crate) compare: bool,
+    /// Run only scenarios whose name contains this text or whose catalogue id it names
+    /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) filter: Option<String>,
+    /// Scenarios run at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub(crate) jobs: Option<usize>,
+}
+
+impl MatrixArgs {
+    /// `--jobs`, else the number of cores.
+    pub(crate) fn jobs(&self) -> usize {
+        self.jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+    }
+
+    /// The scenarios `--filter` selects (all without it); an error when it selects none.
+    pub(crate) fn scenarios(&self) -> anyhow::Result<Vec<scenario::Scenario>> {
+        let mut scenarios = scenarios::registry();
+        if let Some(f) = &self.filter {
+            scenarios.retain(|s| s.matches(f));
+            if scenarios.is_empty() {
+                anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
+            }
+        }
+        Ok(scenarios)
+    }
+}
+
+/// The binaries of a run: the named versions (`--codex-version`, `--compare`) and the
+/// `--codex-bin` paths, both when both are given; else `CODEX_TEST_BINS` or the pinned
+/// version. Results are named by version, so two binaries of one version are refused.
+pub(crate) async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexBinary>> {
+    let mut versions_wanted = args.codex_version.clone();
+    if args.compare {
+        versions_wanted.extend(versions::load()?.compare);
+    }
+    let request = binaries::BinaryRequest {
+        paths: args.codex_bin.clone(),
+        versions: versions_wanted,
+        env: std::env::var_os(binaries::CODEX_TEST_BINS),
+    };
+    binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new()).await
+}
+
+/// The settings of a run: the sidecar is this executable's `sidecar` subcommand.
+pub(crate) fn settings(keep: bool, bless: bool) -> anyhow::Result<Settings> {
+    Ok(Settings {
+        bless,
+        ..Settings::new(SidecarLauncher::current_exe()?, keep)
+    })
+}

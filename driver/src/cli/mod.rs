@@ -1,0 +1,196 @@
+//! The `codex-parity` command line: the arguments (clap) and one file per subcommand.
+
+mod bench;
+mod install;
+mod list;
+mod matrix;
+mod merge;
+mod run;
+mod schema_diff;
+mod sidecar;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use bench::BenchArgs;
+use run::RunArgs;
+
+/// Does Codex X still behave the way your integration relies on? codex-parity runs parity
+/// scenarios against the real `codex app-server`, offline, with a mock Responses API.
+#[derive(Debug, Parser)]
+#[command(name = "codex-parity", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the parity scenarios (on the pinned codex version when no binary is named).
+    ///
+    /// Examples:
+    ///   codex-parity run                              # pinned version, installed on demand
+    ///   codex-parity run --codex-version 0.161.0      # another version from npm
+    ///   codex-parity run --compare                    # the whole comparison set
+    ///   codex-parity run --codex-bin ./codex --filter streaming
+    ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
+    ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
+    ///   codex-parity run --compare --request-diff     # and what changed in the requests
+    ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
+    ///
+    /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
+    /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the
+    /// running scenarios are cancelled, their codex and sidecar processes killed and their
+    /// directories removed before it exits.
+    #[command(verbatim_doc_comment)]
+    Run(RunArgs),
+    /// Download codex versions from npm into the cache (fetched once, reused after).
+    ///
+    /// The cache is $CODEX_PARITY_CACHE, else $XDG_CACHE_HOME/codex-parity/codex, else
+    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH.
+    Install {
+        /// Versions such as 0.171.0 (default: the pinned version).
+        versions: Vec<String>,
+        /// Also install the whole comparison set of fixtures/codex-versions.json.
+        #[arg(long)]
+        compare: bool,
+    },
+    /// Join the results.json files of several runs into one matrix (the shards of a split
+    /// run, or runs on different binaries), print it, and optionally write the reports.
+    ///
+    /// Example: codex-parity merge shard-1 shard-2 shard-3 --report merged
+    ///
+    /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 when the
+    /// files cannot be read or joined (a shard missing or given twice, a cell in two files).
+    #[command(verbatim_doc_comment)]
+    Merge {
+        /// Directories holding a results.json (or results.json files).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+    },
+    /// List the scenarios with their catalogue ids.
+    ///
+    /// With --markdown, print the catalogue document instead (docs/scenarios.md is this
+    /// output: `codex-parity list --markdown > docs/scenarios.md`).
+    List {
+        /// Print the catalogue as Markdown, grouped, with time limits.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Measure what the harness costs and how it holds up (numbers, not pass/fail).
+    ///
+    /// Pick any of the measures; with none, --overhead and --suite run:
+    ///   --overhead  median world set-up and teardown (ours) against codex spawn->initialize
+    ///   --suite     wall time of the suite on each binary alone, then on all of them
+    ///               together, with --jobs (how it grows from 1 to N versions)
+    ///   --soak      --turns consecutive turns on one thread, then --threads threads running
+    ///               turns at once in one app-server, against one sidecar: every request
+    ///               captured once (none lost or duplicated), sidecar memory sampled
+    ///   --load      the sidecar (capture on) under HTTP load from --clients keep-alive
+    ///               clients, against a bare hyper server sending the same SSE body;
+    ///               requests/s, p50/p99 latency and their ratio (no codex needed)
+    ///
+    /// Measures that need codex use the first binary; --suite uses all of them. Exit
+    /// status: 0, or 1 when a soak check or a suite scenario failed, 2 on errors.
+    ///
+    /// Examples:
+    ///   codex-parity bench --runs 10 --codex-version 0.171.0
+    ///   codex-parity bench --suite --jobs 2 --codex-version 0.131.0 --codex-version 0.171.0
+    ///   codex-parity bench --soak --turns 500 --threads 50 --codex-bin ./codex
+    ///   codex-parity bench --load --requests 20000 --clients 8
+    #[command(verbatim_doc_comment)]
+    Bench(BenchArgs),
+    /// Show what changed in the app-server protocol between two codex versions.
+    ///
+    /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
+    /// client requests, server requests and notifications added and removed, named types
+    /// added and removed, and for each type both have: fields added, removed, changed in
+    /// type or in being required, enum values added or removed, and union variants added,
+    /// removed or changed (an object that became a tagged union is compared with each new
+    /// variant). Lines start with `-` removed, `+` added, `~` changed.
+    ///
+    /// A and B are versions (installed from npm into the cache on first use, like
+    /// `install`) or paths to codex binaries.
+    ///
+    /// Examples:
+    ///   codex-parity schema-diff 0.131.0 0.171.0
+    ///   codex-parity schema-diff 0.161.0 ./target/codex             # a local build
+    ///   codex-parity schema-diff 0.131.0 0.171.0 --json | jq '.changed_types[] | select(.name == "ThreadGoalStatus")'
+    ///
+    /// Reading the report (an excerpt of 0.131.0 -> 0.171.0):
+    ///   client requests: +87 -2
+    ///     - thread/rollback                          gone: calls to it now fail
+    ///   changed types: 130
+    ///     DynamicToolSpec: object -> union tagged by `type`
+    ///       + variant function (fields compared with the former object)
+    ///           - field namespace: string|null
+    ///           + field type: "function" (required)
+    ///     ThreadGoalStatus
+    ///       + value blocked                          a value your client may now receive
+    ///
+    /// Exit status: 0 when both schemas were read (drift is not an error), 2 on a usage
+    /// or install error.
+    #[command(verbatim_doc_comment)]
+    SchemaDiff {
+        /// The older codex: a version such as 0.131.0, or a path to a codex binary.
+        #[arg(value_name = "A")]
+        from: String,
+        /// The newer codex: a version such as 0.171.0, or a path to a codex binary.
+        #[arg(value_name = "B")]
+        to: String,
+        /// Print the diff as JSON (fields `client_requests`, `server_requests`,
+        /// `notifications`, `client_notifications`, `types`: {added, removed}; and
+        /// `changed_types`: [{name, kind?, values, fields, variants}]).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
+    #[command(disable_help_flag = true)]
+    Sidecar {
+        /// Arguments for the sidecar (see `codex-parity sidecar --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+}
+
+impl Cli {
+    /// Runs the subcommand; its exit status.
+    pub fn run(self) -> ExitCode {
+        match self.command {
+            Command::Sidecar { args } => sidecar::sidecar(args),
+            Command::List { markdown } => list::list(markdown),
+            Command::Install { versions, compare } => {
+                with_runtime(install::install_versions(versions, compare))
+            }
+            Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
+            Command::Run(args) => with_runtime(run::run(args)),
+            Command::Bench(args) => with_runtime(bench::bench(args)),
+            Command::SchemaDiff { from, to, json } => {
+                with_runtime(schema_diff::schema_diff(from, to, json))
+            }
+        }
+    }
+}
+
+/// Runs `fut` on a new tokio runtime; an error is printed and exits with 2.
+fn with_runtime(fut: impl std::future::Future<Output = anyhow::Result<ExitCode>>) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("codex-parity: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("codex-parity: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
