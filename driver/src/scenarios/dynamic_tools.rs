@@ -7,6 +7,7 @@ use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
 use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
+use crate::app_server::message::RpcError;
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -153,7 +154,7 @@ async fn needs_experimental(ctx: &Ctx) -> anyhow::Result<()> {
             .await,
         "thread/start with dynamicTools without experimentalApi",
     )?;
-    ensure_eq!(error.code, -32600, "error code");
+    ensure_eq!(error.code, RpcError::INVALID_REQUEST, "error code");
     ensure_eq!(
         error.message.as_str(),
         "thread/start.dynamicTools requires experimentalApi capability",
@@ -209,7 +210,7 @@ async fn refused_specs(ctx: &Ctx) -> anyhow::Result<()> {
     )?;
     ensure_eq!(
         deferred.code,
-        -32600,
+        RpcError::INVALID_REQUEST,
         "error code of a deferred tool without namespace"
     );
     ensure!(
@@ -222,7 +223,11 @@ async fn refused_specs(ctx: &Ctx) -> anyhow::Result<()> {
             .await,
         "a tool named lookup.ticket",
     )?;
-    ensure_eq!(dotted.code, -32600, "error code of a dotted tool name");
+    ensure_eq!(
+        dotted.code,
+        RpcError::INVALID_REQUEST,
+        "error code of a dotted tool name"
+    );
     ensure!(
         dotted.message.contains("Responses API") && dotted.message.contains("lookup.ticket"),
         "error of a dotted tool name: {}",

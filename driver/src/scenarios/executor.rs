@@ -425,7 +425,7 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let calls = record_requests(&app, "item/tool/call", |params| {
         if params["tool"] != "calculate" || params["arguments"] != json!({"value": 41}) {
             return Err(RpcError {
-                code: -32602,
+                code: RpcError::INVALID_PARAMS,
                 message: format!("unexpected tool call {params}"),
                 data: None,
             });

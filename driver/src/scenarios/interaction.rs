@@ -10,6 +10,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{expect_requests, requests_arrived, rpc_error, setup};
+use crate::app_server::message::RpcError;
 use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -165,7 +166,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
     )?;
     ensure_eq!(
         wrong.code,
-        -32600,
+        RpcError::INVALID_REQUEST,
         "error code of a steer with a wrong expectedTurnId"
     );
     ensure!(

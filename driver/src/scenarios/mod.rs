@@ -214,10 +214,9 @@ pub fn listed_ids(list: &Value) -> Vec<String> {
 
 /// Closes an app-server's stdin and requires a clean exit; `what` names the process.
 pub async fn exit_cleanly(app: &AppServer, what: &str) -> anyhow::Result<()> {
-    let status = app.shutdown(Duration::from_secs(5)).await;
-    ensure!(
-        status.contains("exit status: 0"),
-        "{what} exited with {status}"
-    );
-    Ok(())
+    match app.shutdown_exit(Duration::from_secs(5)).await {
+        Some(exit) if exit.success() => Ok(()),
+        Some(exit) => bail!("{what} exited with {exit}"),
+        None => bail!("{what} did not exit"),
+    }
 }

@@ -9,6 +9,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
 use super::{expect_requests, rpc_error, setup};
+use crate::app_server::message::RpcError;
 use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
@@ -62,7 +63,11 @@ async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
         app.call("thread/list", json!({})).await,
         "a request before initialize",
     )?;
-    ensure_eq!(code, -32600, "error code before initialize");
+    ensure_eq!(
+        code,
+        RpcError::INVALID_REQUEST,
+        "error code before initialize"
+    );
     ensure_eq!(
         message.as_str(),
         "Not initialized",
@@ -70,7 +75,11 @@ async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
     );
     app.initialize(true).await.context("initialize")?;
     let (code, message) = rpc_message(app.initialize(true).await, "a second initialize")?;
-    ensure_eq!(code, -32600, "error code of a second initialize");
+    ensure_eq!(
+        code,
+        RpcError::INVALID_REQUEST,
+        "error code of a second initialize"
+    );
     ensure_eq!(
         message.as_str(),
         "Already initialized",
@@ -108,7 +117,11 @@ async fn method_inventory(ctx: &Ctx) -> anyhow::Result<()> {
         app.call("bogus/method", json!({})).await,
         "an unknown method",
     )?;
-    ensure_eq!(code, -32600, "error code of an unknown method");
+    ensure_eq!(
+        code,
+        RpcError::INVALID_REQUEST,
+        "error code of an unknown method"
+    );
     ensure!(
         message.contains("bogus/method"),
         "the error does not name the method: {message}"
