@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow};
 
-use super::*;
+use super::CACHE_ENV;
 use crate::codex::binary::{self, CodexBinary};
 
 /// The per-user cache of installed Codex binaries: `<root>/<VERSION>/codex` and `<root>/<VERSION>/install.json`.

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
-use super::*;
+use super::{NPM_PACKAGE, NPM_TIMEOUT, Progress, TICK};
 use crate::codex::binary;
 
 /// The npm platform build matching an OS and CPU.

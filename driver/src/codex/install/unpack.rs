@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::*;
+use super::{MIN_BINARY_SIZE, Progress, TICK, mb};
 
 /// Sizes seen while unpacking.
 #[derive(Debug, Clone, Copy)]
