@@ -32,8 +32,8 @@ impl AppServer {
             .await
     }
 
-    /// `turn/start {threadId, input, ...extra}` (see [`crate::app_server::turn`] to run a whole turn).
-    /// The turn id it returns is recorded (see [`AppServer::started_turns`]).
+    /// `turn/start {threadId, input, ...extra}` (see [`crate::app_server::turn`] to run a whole
+    /// turn). The turn id it returns is recorded (see [`AppServer::started_turns`]).
     pub async fn turn_start(
         &self,
         thread_id: &str,

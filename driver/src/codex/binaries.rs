@@ -1,9 +1,10 @@
 //! Which Codex CLI binaries a run uses, and what version each one is.
 //!
-//! Resolution order: `--codex-bin PATH` (repeatable) wins; otherwise the paths in `CODEX_TEST_BINS` (separated like
-//! `PATH`); otherwise the pinned version from `fixtures/codex-versions.json`, installed on demand into the cache (see
-//! [`crate::codex::install`]). Every binary's version is read from `codex --version`, never guessed from its path, and results
-//! name a binary by [`CodexBinary::label`] (`codex-0.171.0`).
+//! Resolution order: `--codex-bin PATH` (repeatable) wins; otherwise the paths in `CODEX_TEST_BINS`
+//! (separated like `PATH`); otherwise the pinned version from `fixtures/codex-versions.json`,
+//! installed on demand into the cache (see [`crate::codex::install`]). Every binary's version is
+//! read from `codex --version`, never guessed from its path, and results name a binary by
+//! [`CodexBinary::label`] (`codex-0.171.0`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -33,8 +34,9 @@ pub enum BinarySource {
     Versions(Vec<String>),
 }
 
-/// Chooses where binaries come from: `cli_bins` (from `--codex-bin`) if any, else the non-empty entries of
-/// `env_value` (the value of `CODEX_TEST_BINS`), else the pinned version from `fixtures/codex-versions.json`.
+/// Chooses where binaries come from: `cli_bins` (from `--codex-bin`) if any, else the non-empty
+/// entries of `env_value` (the value of `CODEX_TEST_BINS`), else the pinned version from
+/// `fixtures/codex-versions.json`.
 ///
 /// Fails only if the embedded version file is invalid.
 pub fn choose_sources(cli_bins: &[PathBuf], env_value: Option<OsString>) -> Result<BinarySource> {
@@ -160,9 +162,9 @@ pub fn split_bins(value: &std::ffi::OsStr) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Turns a source into checked binaries: probes each given path (duplicates of the same file are dropped, first one
-/// wins; two different files of one version are refused, see [`one_per_version`]), or installs the pinned version
-/// into `cache` if needed.
+/// Turns a source into checked binaries: probes each given path (duplicates of the same file are
+/// dropped, first one wins; two different files of one version are refused, see
+/// [`one_per_version`]), or installs the pinned version into `cache` if needed.
 pub async fn resolve(
     source: BinarySource,
     cache: &Cache,

@@ -18,7 +18,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct CodexBinary {
     /// Absolute path of the executable.
     pub path: PathBuf,
-    /// The version it reports, without the `codex-cli ` prefix (e.g. `"0.171.0"`, or `"0.172.0-alpha.1"`).
+    /// The version it reports, without the `codex-cli ` prefix (e.g. `"0.171.0"`, or
+    /// `"0.172.0-alpha.1"`).
     pub version: String,
 }
 
@@ -118,7 +119,8 @@ async fn run_version(path: &Path, timeout: Duration) -> Result<std::process::Out
             .spawn();
         match spawned {
             Ok(child) => break child,
-            // ETXTBSY: the file was just written and another thread's fork still holds it open for writing. Transient.
+            // ETXTBSY: the file was just written and another thread's fork still holds it open for
+            // writing. Transient.
             Err(e) if e.raw_os_error() == Some(26) && attempt < 20 => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -146,8 +148,9 @@ async fn run_version(path: &Path, timeout: Duration) -> Result<std::process::Out
     }
 }
 
-/// Extracts the version from `codex --version` output: `codex-cli 0.171.0` → `0.171.0`. A pre-release suffix is kept
-/// (`codex-cli 0.172.0-alpha.1` → `0.172.0-alpha.1`); anything after the version on the line is ignored.
+/// Extracts the version from `codex --version` output: `codex-cli 0.171.0` → `0.171.0`. A
+/// pre-release suffix is kept (`codex-cli 0.172.0-alpha.1` → `0.172.0-alpha.1`); anything after the
+/// version on the line is ignored.
 pub fn parse_version_output(stdout: &str) -> Option<String> {
     stdout.lines().find_map(|line| {
         let rest = line.trim().strip_prefix("codex-cli")?;

@@ -46,7 +46,8 @@ impl Capabilities {
     }
 
     /// The experimental schema these capabilities were read from (for
-    /// [`crate::codex::schema_diff`]: a binary's schema is generated once, by [`Capabilities::detect`]).
+    /// [`crate::codex::schema_diff`]: a binary's schema is generated once, by
+    /// [`Capabilities::detect`]).
     pub fn schema(&self) -> Schema {
         Schema {
             client_requests: self.client_methods.clone(),

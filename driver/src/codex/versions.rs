@@ -1,7 +1,8 @@
 //! The Codex CLI versions this project tests against.
 //!
-//! The data lives in `fixtures/codex-versions.json` at the repository root, not in code. The file is embedded at build time
-//! (`include_str!`), so an installed `codex-parity` binary still knows its pinned version.
+//! The data lives in `fixtures/codex-versions.json` at the repository root, not in code. The file
+//! is embedded at build time (`include_str!`), so an installed `codex-parity` binary still knows
+//! its pinned version.
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -55,8 +56,8 @@ pub fn parse(text: &str) -> Result<VersionSet> {
     Ok(set)
 }
 
-/// Returns an error unless `version` looks like `X.Y.Z` (digits), optionally followed by a pre-release suffix such as
-/// `-alpha.1`.
+/// Returns an error unless `version` looks like `X.Y.Z` (digits), optionally followed by a
+/// pre-release suffix such as `-alpha.1`.
 pub fn check_version(version: &str) -> Result<()> {
     if is_version(version) {
         Ok(())
@@ -65,9 +66,10 @@ pub fn check_version(version: &str) -> Result<()> {
     }
 }
 
-/// True if `version` is `X.Y.Z` (ASCII digits) optionally followed by `-` and a pre-release suffix made of ASCII
-/// letters, digits, `.` and `-` (for example `0.172.0-alpha.1`). Platform suffixes such as `-linux-x64` are accepted by
-/// this syntax but are added by the installer, so callers should pass the plain version.
+/// True if `version` is `X.Y.Z` (ASCII digits) optionally followed by `-` and a pre-release suffix
+/// made of ASCII letters, digits, `.` and `-` (for example `0.172.0-alpha.1`). Platform suffixes
+/// such as `-linux-x64` are accepted by this syntax but are added by the installer, so callers
+/// should pass the plain version.
 pub fn is_version(version: &str) -> bool {
     let (core, suffix) = match version.split_once('-') {
         Some((core, suffix)) => (core, Some(suffix)),

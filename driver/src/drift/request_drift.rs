@@ -1,6 +1,6 @@
-//! Request drift across codex versions (`codex-parity run --request-diff`): for each
-//! scenario, what changed in the model requests codex sent, from each version to the next
-//! (oldest first), as [`crate::drift::request_diff`] lines over [`crate::drift::normalize`]d requests.
+//! Request drift across codex versions (`codex-parity run --request-diff`): for each scenario, what
+//! changed in the model requests codex sent, from each version to the next (oldest first), as
+//! [`crate::drift::request_diff`] lines over [`crate::drift::normalize`]d requests.
 //!
 //! Most scenarios share the same drift (the base prompt, the tools, the headers), so within
 //! one pair of versions a change line already printed is not printed again: a request then

@@ -14,10 +14,10 @@
 //! }
 //! ```
 //!
-//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
-//! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario
-//! recorded about that codex (which edit path it took, a skipped golden comparison). `codex` and `scenarios` list the whole
-//! plan, also in a shard, whose `results` hold only its own cells. Records are ordered by
+//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects), `failed` or
+//! `not_applicable` (with `reason`); `observations` lists facts the scenario recorded about that
+//! codex (which edit path it took, a skipped golden comparison). `codex` and `scenarios` list the
+//! whole plan, also in a shard, whose `results` hold only its own cells. Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
 
 use std::time::Duration;

@@ -9,8 +9,12 @@ use serde_json::Value;
 /// ```
 /// use codex_parity_sidecar::pairing::violations;
 /// use serde_json::json;
-/// let body = json!({"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]});
-/// assert_eq!(violations(&body), vec!["function_call \"c1\" has no function_call_output in the same input"]);
+/// let call = json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
+/// let body = json!({"input": [call]});
+/// assert_eq!(
+///     violations(&body),
+///     vec!["function_call \"c1\" has no function_call_output in the same input"]
+/// );
 /// ```
 pub fn violations(body: &Value) -> Vec<String> {
     let Some(input) = body.get("input").and_then(Value::as_array) else {

@@ -215,7 +215,8 @@ impl Scripted {
         Scripted::new(ScriptedReply::HttpError { status, body })
     }
 
-    /// A 200 body sent as given, `content-type: text/event-stream` (see [`Scripted::content_type`]).
+    /// A 200 body sent as given, `content-type: text/event-stream` (see
+    /// [`Scripted::content_type`]).
     ///
     /// ```
     /// use codex_parity_sidecar::Scripted;

@@ -56,7 +56,8 @@ pub struct Usage {
 ///
 /// ```
 /// use codex_parity_sidecar::events::{completed_with_usage, Usage};
-/// let ev = completed_with_usage("resp-1", Usage { input: 10, cached: 4, output: 5, reasoning: 2, total: 15 });
+/// let usage = Usage { input: 10, cached: 4, output: 5, reasoning: 2, total: 15 };
+/// let ev = completed_with_usage("resp-1", usage);
 /// assert_eq!(ev["response"]["usage"]["input_tokens_details"]["cached_tokens"], 4);
 /// ```
 pub fn completed_with_usage(id: &str, usage: Usage) -> Value {

@@ -21,7 +21,8 @@ pub enum SseError {
 ///
 /// ```
 /// use codex_parity_sidecar::{events, sse};
-/// let body = sse::frame(&[events::output_text_delta("hi"), serde_json::json!({"type": "ping"})]).unwrap();
+/// let list = [events::output_text_delta("hi"), serde_json::json!({"type": "ping"})];
+/// let body = sse::frame(&list).unwrap();
 /// assert_eq!(
 ///     body,
 ///     "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\nevent: ping\n\n"

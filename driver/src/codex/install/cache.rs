@@ -8,7 +8,8 @@ use anyhow::{Result, anyhow};
 use super::CACHE_ENV;
 use crate::codex::binary::{self, CodexBinary};
 
-/// The per-user cache of installed Codex binaries: `<root>/<VERSION>/codex` and `<root>/<VERSION>/install.json`.
+/// The per-user cache of installed Codex binaries: `<root>/<VERSION>/codex` and
+/// `<root>/<VERSION>/install.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cache {
     /// The directory holding one subdirectory per version.
@@ -21,8 +22,8 @@ impl Cache {
         Self { root: root.into() }
     }
 
-    /// The default cache: `$CODEX_PARITY_CACHE` if set, else `$XDG_CACHE_HOME/codex-parity/codex`, else
-    /// `$HOME/.cache/codex-parity/codex`.
+    /// The default cache: `$CODEX_PARITY_CACHE` if set, else `$XDG_CACHE_HOME/codex-parity/codex`,
+    /// else `$HOME/.cache/codex-parity/codex`.
     pub fn from_env() -> Result<Self> {
         let var = |name: &str| std::env::var_os(name);
         cache_root_from(var(CACHE_ENV), var("XDG_CACHE_HOME"), var("HOME")).map(Self::new).ok_or_else(|| {
@@ -73,8 +74,8 @@ impl Cache {
     }
 }
 
-/// Chooses the cache root from the values of `CODEX_PARITY_CACHE`, `XDG_CACHE_HOME` and `HOME`. Empty values count as
-/// unset; a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
+/// Chooses the cache root from the values of `CODEX_PARITY_CACHE`, `XDG_CACHE_HOME` and `HOME`.
+/// Empty values count as unset; a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
 pub fn cache_root_from(
     override_dir: Option<OsString>,
     xdg_cache_home: Option<OsString>,

@@ -1,14 +1,16 @@
 //! Installing Codex CLI releases from npm into a per-user cache.
 //!
-//! `install(cache, "0.171.0", progress)` runs `npm pack @openai/codex@0.171.0-linux-x64` into a temporary directory
-//! inside the cache, unpacks only the native binary from the tarball (the regular file named `codex` larger than
-//! 10 MB: its place inside the package moved between releases), checks `codex --version`, and moves it atomically to
-//! `<cache>/<VERSION>/codex` next to a small `install.json`. A version is fetched once; later calls only re-run
-//! `--version` on the cached binary.
+//! `install(cache, "0.171.0", progress)` runs `npm pack @openai/codex@0.171.0-linux-x64` into a
+//! temporary directory inside the cache, unpacks only the native binary from the tarball (the
+//! regular file named `codex` larger than 10 MB: its place inside the package moved between
+//! releases), checks `codex --version`, and moves it atomically to `<cache>/<VERSION>/codex` next
+//! to a small `install.json`. A version is fetched once; later calls only re-run `--version` on the
+//! cached binary.
 //!
 //! Concurrent installs of the same version (threads or processes) are serialised by a lock file
-//! (`<cache>/.locks/<VERSION>.lock`, `flock`, released automatically if a process dies); every install works in its own
-//! temporary directory and publishes the binary with a `rename`, so a reader never sees a half-written `codex`.
+//! (`<cache>/.locks/<VERSION>.lock`, `flock`, released automatically if a process dies); every
+//! install works in its own temporary directory and publishes the binary with a `rename`, so a
+//! reader never sees a half-written `codex`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -55,7 +57,8 @@ pub struct InstallRecord {
     pub version: String,
     /// The npm spec that was fetched.
     pub npm_spec: String,
-    /// Path of the binary inside the package (e.g. `package/vendor/x86_64-unknown-linux-musl/bin/codex`).
+    /// Path of the binary inside the package (e.g.
+    /// `package/vendor/x86_64-unknown-linux-musl/bin/codex`).
     pub path_in_package: String,
     /// Size of the binary in bytes.
     pub binary_size: u64,
@@ -153,8 +156,8 @@ pub async fn install_with(
     Ok(binary)
 }
 
-/// Downloads, unpacks, verifies and publishes `version` (the caller holds the version lock). Temporary files live in a
-/// fresh directory under `tmp_parent` and are removed before returning.
+/// Downloads, unpacks, verifies and publishes `version` (the caller holds the version lock).
+/// Temporary files live in a fresh directory under `tmp_parent` and are removed before returning.
 async fn fetch(
     cache: &Cache,
     version: &str,
@@ -274,8 +277,8 @@ async fn lock_version(
     }
 }
 
-/// Moves the verified binary and its record into `<root>/<version>/`, each with an atomic rename. The binary goes last:
-/// its presence marks a complete install.
+/// Moves the verified binary and its record into `<root>/<version>/`, each with an atomic rename.
+/// The binary goes last: its presence marks a complete install.
 fn publish(
     cache: &Cache,
     version: &str,
@@ -431,8 +434,8 @@ mod tests {
         );
     }
 
-    /// Builds a `.tgz` shaped like the npm package, whose `codex` is a shell script reporting `version`, padded to
-    /// more than 10 MB.
+    /// Builds a `.tgz` shaped like the npm package, whose `codex` is a shell script reporting
+    /// `version`, padded to more than 10 MB.
     fn fake_package(path: &Path, version: &str, layout: &str) {
         let mut script = format!("#!/bin/sh\necho 'codex-cli {version}'\nexit 0\n").into_bytes();
         script.resize((MIN_BINARY_SIZE + 4096) as usize, b'#');

@@ -1,5 +1,5 @@
-//! The npm side of an install: the platform package to fetch (`@openai/codex@VERSION-linux-x64`) and
-//! `npm pack` with its errors.
+//! The npm side of an install: the platform package to fetch (`@openai/codex@VERSION-linux-x64`)
+//! and `npm pack` with its errors.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,7 +27,8 @@ pub const LINUX_X64: Platform = Platform {
     triple: "x86_64-unknown-linux-musl",
 };
 
-/// The platform build for `os`/`arch` (values of `std::env::consts::{OS, ARCH}`), or an error naming what is missing.
+/// The platform build for `os`/`arch` (values of `std::env::consts::{OS, ARCH}`), or an error
+/// naming what is missing.
 pub fn platform_for(os: &str, arch: &str) -> Result<Platform> {
     match (os, arch) {
         ("linux", "x86_64") => Ok(LINUX_X64),
@@ -52,7 +53,8 @@ pub fn npm_package_spec_for(version: &str, platform: Platform) -> String {
     format!("{NPM_PACKAGE}@{version}-{}", platform.npm_suffix)
 }
 
-/// The npm spec of a version's linux-x64 build, the one this project tests: `@openai/codex@0.171.0-linux-x64`.
+/// The npm spec of a version's linux-x64 build, the one this project tests:
+/// `@openai/codex@0.171.0-linux-x64`.
 pub fn npm_package_spec(version: &str) -> String {
     npm_package_spec_for(version, LINUX_X64)
 }
@@ -79,7 +81,8 @@ pub(super) struct PackJson {
     pub(super) integrity: Option<String>,
 }
 
-/// Runs `npm pack <spec> --pack-destination <dest>`, showing elapsed time and tarball size while it runs.
+/// Runs `npm pack <spec> --pack-destination <dest>`, showing elapsed time and tarball size while it
+/// runs.
 pub(super) async fn npm_pack(
     npm: &Path,
     spec: &str,

@@ -1,5 +1,5 @@
-//! How an install reports what it does: the [`Progress`] trait, a stderr reporter with a status line
-//! while npm runs and a tarball unpacks, and a silent one.
+//! How an install reports what it does: the [`Progress`] trait, a stderr reporter with a status
+//! line while npm runs and a tarball unpacks, and a silent one.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -12,8 +12,9 @@ pub trait Progress: Send + Sync {
     /// A message that should stay visible (one line).
     fn message(&self, msg: &str);
 
-    /// A transient status that replaces the previous one (download or unpack progress). Called several times a
-    /// second; implementations decide how often to show it. The default shows every update as a message.
+    /// A transient status that replaces the previous one (download or unpack progress). Called
+    /// several times a second; implementations decide how often to show it. The default shows every
+    /// update as a message.
     fn update(&self, msg: &str) {
         self.message(msg);
     }
@@ -22,7 +23,8 @@ pub trait Progress: Send + Sync {
 /// Interval between status lines when stderr is not a terminal.
 pub(super) const STATUS_LINE_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Writes progress to stderr: `\r`-updated status line on a terminal, otherwise one line every few seconds.
+/// Writes progress to stderr: `\r`-updated status line on a terminal, otherwise one line every few
+/// seconds.
 #[derive(Debug)]
 pub struct StderrProgress {
     /// Whether stderr is a terminal.

@@ -20,9 +20,10 @@ pub struct Unpacked {
     pub unpacked_bytes: u64,
 }
 
-/// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the native binary (regular
-/// files named `codex` larger than [`MIN_BINARY_SIZE`]); the rest of the package is read and skipped. Shows MB
-/// unpacked. Errors mean the tarball is corrupt (bad gzip or tar data, truncation, CRC mismatch).
+/// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the
+/// native binary (regular files named `codex` larger than [`MIN_BINARY_SIZE`]); the rest of the
+/// package is read and skipped. Shows MB unpacked. Errors mean the tarball is corrupt (bad gzip or
+/// tar data, truncation, CRC mismatch).
 pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<Unpacked> {
     let counter = Arc::new(AtomicU64::new(0));
     let task = {
@@ -118,7 +119,8 @@ pub(super) fn unpack_blocking(
             }
         }
     }
-    // Read to the end so that gzip verifies its CRC and length trailer (tar stops at its end-of-archive marker).
+    // Read to the end so that gzip verifies its CRC and length trailer (tar stops at its
+    // end-of-archive marker).
     std::io::copy(&mut reader, &mut std::io::sink())
         .context("bad gzip data after the tar archive")?;
     Ok(Unpacked {
@@ -127,14 +129,15 @@ pub(super) fn unpack_blocking(
     })
 }
 
-/// The rule that tells the native binary apart: a file named `codex` larger than [`MIN_BINARY_SIZE`] (the package
-/// also holds small `codex` launcher scripts and directories).
+/// The rule that tells the native binary apart: a file named `codex` larger than
+/// [`MIN_BINARY_SIZE`] (the package also holds small `codex` launcher scripts and directories).
 pub(super) fn is_native_binary(name: &std::ffi::OsStr, size: u64) -> bool {
     name == "codex" && size > MIN_BINARY_SIZE
 }
 
-/// Finds the native Codex binary under `root`: the regular file (not a symlink) named `codex` larger than
-/// [`MIN_BINARY_SIZE`]. If there are several, the one under `vendor/<triple>/` wins when `triple` picks exactly one.
+/// Finds the native Codex binary under `root`: the regular file (not a symlink) named `codex`
+/// larger than [`MIN_BINARY_SIZE`]. If there are several, the one under `vendor/<triple>/` wins
+/// when `triple` picks exactly one.
 pub fn find_binary(root: &Path, triple: Option<&str>) -> Result<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_owned()];
