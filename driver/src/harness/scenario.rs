@@ -11,6 +11,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
+use crate::harness::baseline::Drift;
 use crate::harness::runner::Target;
 use crate::harness::sidecar::SidecarHealth;
 use crate::harness::world::{Settings, World, WorldOptions};
@@ -94,9 +95,14 @@ pub fn always(_: &Capabilities) -> Result<(), String> {
 pub enum Outcome {
     /// Every assertion held.
     Passed,
-    /// Every assertion held except divergences this version's baseline lists: each with
-    /// the baseline's reason and what was seen.
+    /// Every assertion held except divergences this version's baseline lists, none of
+    /// which contradicts the scenario's headline claim: each with the baseline's reason and
+    /// what was seen.
     Drift(Vec<String>),
+    /// Differed only as the baseline lists, but at least one listed divergence contradicts
+    /// the scenario's headline claim (the claim did not hold on this version): the notes,
+    /// as for [`Outcome::Drift`].
+    Contradicts(Vec<String>),
     /// Something did not hold: the reason.
     Failed(String),
     /// The binary cannot do what the scenario needs: the reason. Never counted as passed.
@@ -104,11 +110,13 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The matrix word: `pass`, `drift` (as the baseline expects), `FAIL` or `n/a`.
+    /// The matrix word: `pass`, `drift` (as the baseline expects), `CONTRA` (listed drift
+    /// that contradicts the headline claim), `FAIL` or `n/a`.
     pub fn word(&self) -> &'static str {
         match self {
             Outcome::Passed => "pass",
             Outcome::Drift(_) => "drift",
+            Outcome::Contradicts(_) => "CONTRA",
             Outcome::Failed(_) => "FAIL",
             Outcome::NotApplicable(_) => "n/a",
         }
@@ -119,7 +127,7 @@ impl Outcome {
     pub fn detail(&self) -> Option<String> {
         match self {
             Outcome::Passed => None,
-            Outcome::Drift(notes) => Some(notes.join("\n")),
+            Outcome::Drift(notes) | Outcome::Contradicts(notes) => Some(notes.join("\n")),
             Outcome::Failed(reason) | Outcome::NotApplicable(reason) => Some(reason.clone()),
         }
     }
@@ -143,7 +151,7 @@ pub struct Tally {
     /// Worlds whose after-scenario checks ran.
     pub finished: AtomicUsize,
     /// Divergences of this codex version (see [`crate::harness::baseline`]).
-    pub drift: Mutex<Vec<String>>,
+    pub drift: Mutex<Vec<Drift>>,
     /// Every request the worlds' sidecars captured, world after world.
     pub requests: Mutex<Vec<CapturedRequest>>,
     /// Facts the scenario recorded about this codex (see [`Ctx::observe`]).
@@ -154,8 +162,8 @@ pub struct Tally {
 
 impl Tally {
     /// Records a divergence.
-    pub fn drift(&self, what: String) {
-        lock(&self.drift).push(what);
+    pub fn drift(&self, drift: Drift) {
+        lock(&self.drift).push(drift);
     }
 
     /// Keeps a world's sidecar in view.
@@ -199,11 +207,13 @@ impl Ctx {
         lock(&self.tally.observations).push(what.into());
     }
 
-    /// Records that this codex version differs from the catalogue, and goes on. The
-    /// scenario fails at the end unless the version's baseline lists the divergence
-    /// (`fixtures/expected/VERSION.json`, see [`crate::harness::baseline`]).
-    pub fn drift(&self, what: impl Into<String>) {
-        self.tally.drift(what.into());
+    /// Records that this codex version differs from the catalogue, and goes on: `key` a
+    /// stable dotted name (`goal.interrupt_leaves_status`), `observed` what codex showed
+    /// (the baseline matches both, never `message`), `message` the same for people. The
+    /// scenario fails at the end unless a baseline entry for the version lists the key and
+    /// value (`fixtures/expected/baselines.json`, see [`crate::harness::baseline`]).
+    pub fn drift(&self, key: &str, observed: serde_json::Value, message: impl Into<String>) {
+        self.tally.drift(Drift::new(key, observed, message));
     }
 
     /// A fresh world. The scenario must end it with [`World::finish`].

@@ -56,8 +56,20 @@ pub fn scenarios() -> Vec<Scenario> {
             "E8f",
             "an invalid_function_parameters 400 fails the turn naming the tool schema",
             |c| Box::pin(schema_rejected(c)),
-        ),
+        )
+        .applies(needs_error_reason),
     ]
+}
+
+/// E8f's claim is `error.data.reason`: a version whose schema's `TurnError` has no `data`
+/// field cannot make it (the scenario is not applicable there, rather than drift).
+fn needs_error_reason(caps: &Capabilities) -> Result<(), String> {
+    needs_dynamic_tools(caps)?;
+    if caps.has_field("TurnError", "data") {
+        Ok(())
+    } else {
+        Err("the schema's TurnError has no data field, so no error.data.reason".into())
+    }
 }
 
 /// The input schema of every test tool.
@@ -306,11 +318,15 @@ async fn schema_rejected(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(errors.len(), 1, "terminal error notifications");
     let reason = errors[0].pointer("/error/data/reason").cloned();
     if reason != Some(json!("dynamicToolInputSchema")) {
-        ctx.drift(format!(
-            "the error names no dynamic tool schema: error.data.reason is {}, codexErrorInfo {}",
-            reason.map_or("absent".to_string(), |r| r.to_string()),
-            errors[0]["error"]["codexErrorInfo"]
-        ));
+        ctx.drift(
+            "error.data.reason",
+            reason.clone().unwrap_or(Value::Null),
+            format!(
+                "the error names no dynamic tool schema: error.data.reason is {}, codexErrorInfo {}",
+                reason.map_or("absent".to_string(), |r| r.to_string()),
+                errors[0]["error"]["codexErrorInfo"]
+            ),
+        );
     }
     expect_requests(&world, 1).await?;
     world.finish().await
