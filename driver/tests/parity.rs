@@ -227,7 +227,11 @@ fn main() -> ExitCode {
         n(&counts.contradicts),
         conclusion.num_ignored,
         n(&counts.failed),
-        if strict { " (strict: any drift fails)" } else { "" }
+        if strict {
+            " (strict: any drift fails)"
+        } else {
+            ""
+        }
     );
     drop(runtime);
     conclusion.exit_code()

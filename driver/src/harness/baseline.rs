@@ -142,7 +142,9 @@ impl Expected {
 
     /// Whether it applies to `version`.
     pub fn applies_to(&self, version: &str) -> bool {
-        self.versions.iter().any(|spec| version_matches(spec, version))
+        self.versions
+            .iter()
+            .any(|spec| version_matches(spec, version))
     }
 
     fn check(&self) -> anyhow::Result<()> {
@@ -256,12 +258,7 @@ impl Baseline {
         })?;
         for (i, e) in file.expected.iter().enumerate() {
             e.check().with_context(|| {
-                format!(
-                    "{} entry #{i} ({} {})",
-                    path.display(),
-                    e.scenario,
-                    e.key
-                )
+                format!("{} entry #{i} ({} {})", path.display(), e.scenario, e.key)
             })?;
         }
         Ok((path, file.expected))
@@ -334,11 +331,16 @@ impl Baseline {
                     self.codex,
                     entry.reason
                 )),
-                [one] => known.push(format!("{what}{}: {} ({one})", entry.key, entry.reason)),
+                [one] => known.push(format!(
+                    "{what}{} = {}: {} ({})",
+                    one.key, one.observed, entry.reason, one.message
+                )),
                 [first, rest @ ..] => known.push(format!(
-                    "{what}{}: {} ({first}; and {} more like it)",
-                    entry.key,
+                    "{what}{} = {}: {} ({}; and {} more like it)",
+                    first.key,
+                    first.observed,
                     entry.reason,
+                    first.message,
                     rest.len()
                 )),
             }
@@ -387,7 +389,11 @@ mod tests {
         Baseline {
             codex: "0.171.0".into(),
             expected: vec![
-                entry("requests.tool_call_pairing", json!("output_without_call"), false),
+                entry(
+                    "requests.tool_call_pairing",
+                    json!("output_without_call"),
+                    false,
+                ),
                 entry("goal.interrupt_leaves_status", json!("active"), true),
                 racy,
             ],
@@ -413,8 +419,8 @@ mod tests {
         assert_eq!(
             o,
             Outcome::Drift(vec![
-                "requests.tool_call_pairing: reason of requests.tool_call_pairing \
-                 (requests.tool_call_pairing = \"output_without_call\" (request #1: output without its call))"
+                "requests.tool_call_pairing = \"output_without_call\": reason of \
+                 requests.tool_call_pairing (request #1: output without its call)"
                     .into()
             ])
         );
@@ -426,7 +432,11 @@ mod tests {
     #[test]
     fn contradicting_drift_has_its_own_outcome() {
         let b = baseline();
-        let interrupt = Drift::new("goal.interrupt_leaves_status", json!("active"), "not paused");
+        let interrupt = Drift::new(
+            "goal.interrupt_leaves_status",
+            json!("active"),
+            "not paused",
+        );
         match b.judge("s", None, vec![pairing(), interrupt]) {
             Outcome::Contradicts(notes) => {
                 assert_eq!(notes.len(), 2, "{notes:?}");
@@ -445,7 +455,10 @@ mod tests {
             json!("output_without_call"),
             "entirely different words",
         );
-        assert!(matches!(b.judge("s", None, vec![reworded]), Outcome::Drift(_)));
+        assert!(matches!(
+            b.judge("s", None, vec![reworded]),
+            Outcome::Drift(_)
+        ));
         let other_key = Drift::new("requests.pairing", json!("output_without_call"), "same");
         assert!(matches!(
             b.judge("s", None, vec![other_key, pairing()]),
@@ -548,7 +561,9 @@ mod tests {
     #[test]
     fn pairing_kinds_drop_the_position() {
         assert_eq!(
-            pairing_kind("function_call_output \"agent/goal_objective\" at input[3] has no call_id"),
+            pairing_kind(
+                "function_call_output \"agent/goal_objective\" at input[3] has no call_id"
+            ),
             "function_call_output \"agent/goal_objective\" has no call_id"
         );
         let other = "function_call \"c1\" has no function_call_output in the same input";
@@ -569,7 +584,10 @@ mod tests {
         assert!(version_matches("0.131.0..0.171.0", "0.161.0"));
         assert!(version_matches("0.131.0..0.171.0", "0.131.0"));
         assert!(!version_matches("0.131.0..0.171.0", "0.171.0"));
-        assert!(version_matches(">=0.100.0", "0.200.0"), "numeric, not textual");
+        assert!(
+            version_matches(">=0.100.0", "0.200.0"),
+            "numeric, not textual"
+        );
     }
 
     #[test]
@@ -587,7 +605,10 @@ mod tests {
         let b = Baseline::load(dir.path(), "0.2.0").unwrap();
         assert_eq!(b.expected.len(), 1);
         assert_eq!(b.expected[0].observed, Some(Value::Null));
-        assert_eq!(Baseline::load(dir.path(), "0.1.0").unwrap().expected.len(), 1);
+        assert_eq!(
+            Baseline::load(dir.path(), "0.1.0").unwrap().expected.len(),
+            1
+        );
         // A file path works as well as its directory.
         let file = dir.path().join(FILE_NAME);
         assert_eq!(Baseline::load(&file, "0.3.0").unwrap().expected.len(), 1);

@@ -205,7 +205,10 @@ mod tests {
                         && n.attribute("classname") == Some("codex-0.171.0")
                 })
                 .unwrap();
-            assert!(!case.children().any(|n| n.has_tag_name("failure")), "passes");
+            assert!(
+                !case.children().any(|n| n.has_tag_name("failure")),
+                "passes"
+            );
             let property = case
                 .descendants()
                 .find(|n| n.has_tag_name("property"))

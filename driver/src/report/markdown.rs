@@ -92,8 +92,8 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::matrix::tests::sample;
     use crate::harness::scenario::Outcome;
+    use crate::report::matrix::tests::sample;
     use crate::report::sections::standard;
 
     #[test]

@@ -193,7 +193,10 @@ mod tests {
             ["gamma", "-", "CONTRA"]
         );
         assert!(text.contains("CONTRA gamma[codex-0.171.0]: the goal stays active\n"));
-        assert!(text.contains("1 passed, 1 known drift, 1 contradicting drift,"), "{text}");
+        assert!(
+            text.contains("1 passed, 1 known drift, 1 contradicting drift,"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -404,8 +404,8 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
     // address `{url}`, so it is the same on every run.
     let differ = |key: &str, want: Value, got: Value| {
         if want != got {
-            let got: Value = serde_json::from_str(&got.to_string().replace(&url, "{url}"))
-                .unwrap_or(got);
+            let got: Value =
+                serde_json::from_str(&got.to_string().replace(&url, "{url}")).unwrap_or(got);
             let message = format!("{key}: expected {want}, got {got}").replace(&url, "{url}");
             ctx.drift(key, got, message);
         }

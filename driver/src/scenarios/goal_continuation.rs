@@ -252,7 +252,12 @@ async fn edit_objective(ctx: &Ctx) -> anyhow::Result<()> {
                 events::function_call("call-goal-1", "update_goal", "{\"status\":\"complete\"}"),
                 events::completed_with_usage("resp-goal-1", USAGE),
             ]),
-            costed_reply("resp-goal-done-1", "msg-goal-done-1", "Goal complete.", USAGE),
+            costed_reply(
+                "resp-goal-done-1",
+                "msg-goal-done-1",
+                "Goal complete.",
+                USAGE,
+            ),
         ])
         .await?;
     let cursor = app.cursor();
@@ -456,7 +461,9 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         ctx.drift(
             "goal.interrupt_leaves_status",
             status.clone(),
-            format!("the goal is not paused after its continuation was interrupted: get says {status}"),
+            format!(
+                "the goal is not paused after its continuation was interrupted: get says {status}"
+            ),
         );
     }
     no_turn_within(&app, done.index + 1, Duration::from_secs(1)).await?;

@@ -157,7 +157,9 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
         ctx.drift(
             "turn.completed.itemsView",
             view.clone(),
-            format!("turn/completed itemsView is {view}, the catalogue says \"notLoaded\" with items []"),
+            format!(
+                "turn/completed itemsView is {view}, the catalogue says \"notLoaded\" with items []"
+            ),
         );
     }
     match view.as_str() {
