@@ -174,8 +174,9 @@ fn main() -> ExitCode {
                     }
                     Outcome::Contradicts(known) => {
                         count(&counts.contradicts);
+                        // The note of the drift that contradicts says so.
                         for k in known {
-                            eprintln!("contradicting drift [{}]: {k}", target.binary.label());
+                            eprintln!("known drift [{}]: {k}", target.binary.label());
                         }
                         Ok(())
                     }
