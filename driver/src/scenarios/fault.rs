@@ -7,8 +7,10 @@
 //! so, the least gap between attempts.
 //!
 //! Each row holds the catalogue's answer. A version that answers otherwise is recorded with
-//! [`Ctx::drift`], field by field, and its baseline (`fixtures/expected/VERSION.json`) must
-//! list it: that is how the matrix shows which release changed its error handling.
+//! [`Ctx::drift`], field by field (the key names the field, `turn.error.codexErrorInfo`;
+//! the observed value is what codex gave, exactly), and the baselines
+//! (`fixtures/expected/baselines.json`) must list it: that is how the matrix shows which
+//! release changed its error handling.
 
 use std::time::Duration;
 
