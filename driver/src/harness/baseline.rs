@@ -165,6 +165,27 @@ impl Expected {
     }
 }
 
+/// Fails when `location` is a directory of the former per-version files (`0.171.0.json`)
+/// without a `baselines.json`: reading no baseline there would silently drop them.
+fn old_layout(location: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(location) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(version) = name.strip_suffix(".json")
+            && crate::codex::versions::is_version(version)
+        {
+            anyhow::bail!(
+                "{} is a per-version baseline of the former layout: move its entries into {} (key, observed, versions, contradicts)",
+                entry.path().display(),
+                location.join(FILE_NAME).display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Splits a version spec into its comparison and version(s).
 fn parse_spec(spec: &str) -> Option<(&str, &str, &str)> {
     let spec = spec.trim();
@@ -247,7 +268,10 @@ impl Baseline {
         };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((path, Vec::new())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                old_layout(location)?;
+                return Ok((path, Vec::new()));
+            }
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let file: File = serde_json::from_str(&text).with_context(|| {
@@ -595,6 +619,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = Baseline::load(dir.path(), "0.1.0").unwrap();
         assert!(empty.expected.is_empty());
+        // A directory of the former per-version files is refused, not read as empty.
+        let old = tempfile::tempdir().unwrap();
+        std::fs::write(old.path().join("0.171.0.json"), "{}").unwrap();
+        let e = Baseline::load(old.path(), "0.171.0").unwrap_err();
+        assert!(format!("{e:#}").contains("former layout"), "{e:#}");
         let write = |text: &str| std::fs::write(dir.path().join(FILE_NAME), text).unwrap();
         write(
             r#"{"expected":[
