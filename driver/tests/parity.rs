@@ -3,16 +3,23 @@
 //!
 //! Binaries: `-- --codex-bin PATH` (repeatable), else `CODEX_TEST_BINS` (separated like
 //! `PATH`), else the pinned version, installed on demand. Usual libtest filters work.
+//!
+//! A scenario whose version has baseline entries is marked by its kind: `[B15 contradicts]`
+//! when one of them contradicts the scenario's headline claim, `[E9 drift]` otherwise. Known
+//! drift passes (its notes on stderr) unless `CODEX_PARITY_STRICT=1`, which fails any
+//! drift. After the run a `parity summary:` line counts passes, known drift,
+//! contradicting drift, not applicable and failures.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::{self, Baseline};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario;
@@ -38,7 +45,7 @@ const SELF_CHECKS: [SelfCheck; 2] = [
     (
         "harness_reports_unscripted_request",
         |c| Box::pin(one_turn(c, 0)),
-        "drift not in the baseline: unscripted request #0: POST /v1/responses",
+        "drift not in the baseline: requests.unscripted = {\"request\":\"POST /v1/responses\",\"index\":0}",
     ),
 ];
 
@@ -77,6 +84,33 @@ fn split_args(args: impl Iterator<Item = OsString>) -> (Vec<PathBuf>, Vec<OsStri
     (bins, rest)
 }
 
+/// How the scenario trials ended, for the summary line.
+#[derive(Default)]
+struct Counts {
+    passed: AtomicUsize,
+    drift: AtomicUsize,
+    contradicts: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+/// Whether `CODEX_PARITY_STRICT` asks for strict mode (set, and not `0` or empty).
+fn strict_from_env() -> bool {
+    std::env::var_os(baseline::STRICT_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The trial's kind: the catalogue id, and `drift` or `contradicts` when the version's
+/// baseline lists drift for the scenario.
+fn kind(s: &Scenario, baseline: &Baseline) -> String {
+    let entries: Vec<_> = baseline.entries(s.name).collect();
+    if entries.iter().any(|e| e.contradicts) {
+        format!("{} contradicts", s.id)
+    } else if entries.is_empty() {
+        s.id.to_string()
+    } else {
+        format!("{} drift", s.id)
+    }
+}
+
 fn main() -> ExitCode {
     let (bins, rest) = split_args(std::env::args_os());
     let args = Arguments::from_iter(rest);
@@ -98,7 +132,7 @@ fn main() -> ExitCode {
                 .await?;
         runner::prepare(binaries, &Baseline::default_dir()).await
     });
-    let targets = match prepared {
+    let mut targets = match prepared {
         Ok(t) => t,
         Err(e) => {
             eprintln!("parity: cannot prepare the codex binaries: {e:#}");
@@ -109,37 +143,60 @@ fn main() -> ExitCode {
         SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity")),
         std::env::var_os("CODEX_PARITY_KEEP").is_some(),
     ));
+    let strict = strict_from_env();
+    for target in &mut targets {
+        Arc::make_mut(&mut target.baseline).strict = strict;
+    }
+    let counts = Arc::new(Counts::default());
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();
     for target in &targets {
         for s in scenarios::registry() {
             let name = scenario::test_name(&s, &target.binary);
-            let (id, na) = (s.id, (s.applies)(&target.caps).err());
+            let na = (s.applies)(&target.caps).err();
             if let Some(reason) = &na {
                 not_applicable.push(format!("{name}: {reason}"));
             }
+            let kind = kind(&s, &target.baseline);
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
+            let counts = counts.clone();
             let trial = Trial::test(name, move || {
                 let ran = handle.block_on(runner::run_scenario(&s, &target, settings));
                 for o in &ran.observations {
                     eprintln!("note [{}]: {o}", target.binary.label());
                 }
+                let count = |c: &AtomicUsize| c.fetch_add(1, Ordering::SeqCst);
                 match ran.outcome {
-                    Outcome::Passed => Ok(()),
+                    Outcome::Passed => {
+                        count(&counts.passed);
+                        Ok(())
+                    }
                     Outcome::Drift(known) => {
+                        count(&counts.drift);
                         for k in known {
-                            eprintln!("known drift (fixtures/expected): {k}");
+                            eprintln!("known drift [{}]: {k}", target.binary.label());
                         }
                         Ok(())
                     }
-                    Outcome::Failed(reason) => Err(Failed::from(reason)),
+                    Outcome::Contradicts(known) => {
+                        count(&counts.contradicts);
+                        // The note of the drift that contradicts says so.
+                        for k in known {
+                            eprintln!("known drift [{}]: {k}", target.binary.label());
+                        }
+                        Ok(())
+                    }
+                    Outcome::Failed(reason) => {
+                        count(&counts.failed);
+                        Err(Failed::from(reason))
+                    }
                     Outcome::NotApplicable(reason) => {
                         Err(Failed::from(format!("not applicable: {reason}")))
                     }
                 }
             })
-            .with_kind(id)
+            .with_kind(kind)
             .with_ignored_flag(na.is_some());
             trials.push(trial);
         }
@@ -169,6 +226,21 @@ fn main() -> ExitCode {
         eprintln!("not applicable (reported as ignored, never passed): {line}");
     }
     let conclusion = libtest_mimic::run(&args, trials);
+    // Not `N passed, N failed` alone: CI parses that form from libtest's own line.
+    let n = |c: &AtomicUsize| c.load(Ordering::SeqCst);
+    println!(
+        "parity summary: {} passed, {} known drift, {} contradicting drift, {} not applicable, {} failed{}",
+        n(&counts.passed),
+        n(&counts.drift),
+        n(&counts.contradicts),
+        conclusion.num_ignored,
+        n(&counts.failed),
+        if strict {
+            " (strict: any drift fails)"
+        } else {
+            ""
+        }
+    );
     drop(runtime);
     conclusion.exit_code()
 }

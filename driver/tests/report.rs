@@ -106,7 +106,9 @@ fn run_writes_reports_that_repeat_and_whose_shards_merge() {
         assert!(r["duration_ms"].is_u64());
         match r["status"].as_str().unwrap() {
             "passed" => {}
-            "drift" => assert!(!r["notes"].as_array().unwrap().is_empty(), "{r}"),
+            "drift" | "contradicts" => {
+                assert!(!r["notes"].as_array().unwrap().is_empty(), "{r}")
+            }
             "failed" | "not_applicable" => {
                 failed |= r["status"] == "failed";
                 assert!(!r["reason"].as_str().unwrap().is_empty(), "{r}");
@@ -237,7 +239,12 @@ fn hostile_matrix() -> Matrix {
             entries.push(Entry {
                 scenario: row.name.clone(),
                 codex: column.label.clone(),
-                outcome: outcomes[(i + j) % outcomes.len()].clone(),
+                // One cell of contradicting drift, in its own colour.
+                outcome: if (i, j) == (2, 1) {
+                    Outcome::Contradicts(vec![format!("contradicts: {attack}")])
+                } else {
+                    outcomes[(i + j) % outcomes.len()].clone()
+                },
                 duration: Duration::from_millis(10),
                 // One cell carries an observation, in markup that must stay text.
                 observations: if (i, j) == (0, 0) {
@@ -254,6 +261,29 @@ fn hostile_matrix() -> Matrix {
         columns,
         entries,
     }
+}
+
+#[test]
+fn reports_strip_terminal_escapes_and_show_contradicting_drift() {
+    let m = hostile_matrix();
+    let tmp = tempfile::tempdir().unwrap();
+    report::write_dir(tmp.path(), &m, &report::sections::standard(&m)).unwrap();
+    // The colour codes of a codex stderr tail are gone from every report, not mangled.
+    for name in report::FILES {
+        let text = read(tmp.path(), name);
+        assert!(text.contains("stderr tail"), "{name}");
+        assert!(
+            !text.contains("[31m") && !text.contains('\u{1b}') && !text.contains('\u{fffd}'),
+            "{name} keeps a terminal escape"
+        );
+    }
+    let json = read(tmp.path(), "results.json");
+    assert_eq!(json.matches("\"status\": \"contradicts\"").count(), 1);
+    assert!(read(tmp.path(), "report.md").contains("CONTRA"));
+    assert!(read(tmp.path(), "junit.xml").contains("value=\"contradicts\""));
+    // merge reads every status back (the text without its escapes).
+    let words = |m: &Matrix| -> Vec<&str> { m.entries.iter().map(|e| e.outcome.word()).collect() };
+    assert_eq!(words(&report::read_dir(tmp.path()).unwrap()), words(&m));
 }
 
 #[test]
@@ -291,6 +321,11 @@ fn html_report_keeps_its_grid_in_a_browser_whatever_the_reasons_say() {
         "one item per cell that did not pass, and one for the observation"
     );
     assert!(dom.contains("observed &lt;b&gt;bold&lt;/b&gt;"), "{dom}");
+    assert!(
+        dom.contains("class=\"cell contra\""),
+        "the contradicting cell"
+    );
+
     browser.screenshot(&page, "report-screenshot-every-kind.png");
 }
 

@@ -43,6 +43,9 @@ pub(crate) struct RunArgs {
     /// Golden checks are skipped during the run. Review the diff first.
     #[arg(long)]
     bless: bool,
+    /// Fail any drift, even drift the baselines list (fixtures/expected/baselines.json).
+    #[arg(long)]
+    strict: bool,
 }
 
 /// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).
@@ -189,6 +192,9 @@ async fn prepare_run(
             "--request-diff compares versions: name two or more binaries (e.g. --compare)"
         );
     }
-    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    for target in &mut targets {
+        Arc::make_mut(&mut target.baseline).strict = args.strict;
+    }
     Ok((targets, args.matrix.scenarios()?))
 }

@@ -131,6 +131,18 @@ impl Capabilities {
         self.needs_thread_field("dynamicTools")
     }
 
+    /// Dynamic tools, and a `TurnError` with a `data` field (E8f's claim is
+    /// `error.data.reason`: a version without the field cannot make it, so the scenario is
+    /// not applicable there rather than drift).
+    pub fn needs_turn_error_data(&self) -> Result<(), String> {
+        self.needs_dynamic_tools()?;
+        if self.has_field("TurnError", "data") {
+            Ok(())
+        } else {
+            Err("the schema's TurnError has no data field, so no error.data.reason".into())
+        }
+    }
+
     /// `thread/start` takes `ephemeral`.
     pub fn needs_ephemeral(&self) -> Result<(), String> {
         self.needs_thread_field("ephemeral")

@@ -6,10 +6,9 @@
 //! [`assert_matches`]:
 //! - a golden file for the version exists: the requests must equal it, else the scenario
 //!   fails with the diff and how to bless;
-//! - none, and the version is the pinned one (`fixtures/codex-versions.json`): the
-//!   scenario fails (the pinned version must have golden files);
-//! - none, for another version: the comparison is skipped and the scenario says so on
-//!   stderr (`codex-parity run --request-diff` still shows that version's drift).
+//! - none: the scenario fails, naming the missing file and how to bless it (E1 passes only
+//!   when the comparison ran; [`check`] itself reports a missing file of a version that is
+//!   not pinned as skipped, with the reason).
 //!
 //! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
 //! files of the listed scenarios that passed (or drifted as their baseline expects) on each
@@ -192,7 +191,11 @@ pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result
         &normalised,
     )? {
         Checked::Matched(_) => {}
-        Checked::Skipped(why) => ctx.observe(format!("golden comparison skipped: {why}")),
+        // E1's claim is the comparison: without a golden file the scenario cannot pass.
+        Checked::Skipped(why) => bail!(
+            "{why}; E1 needs one for every version it runs on: review the requests, then \
+             `codex-parity run --bless --filter request_shape` with this binary"
+        ),
     }
     Ok(())
 }
@@ -267,7 +270,7 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<Bl
             continue;
         };
         match &r.outcome {
-            Outcome::Passed | Outcome::Drift(_) => {}
+            Outcome::Passed | Outcome::Drift(_) | Outcome::Contradicts(_) => {}
             Outcome::Failed(why) => {
                 let first = why.lines().next().unwrap_or("");
                 report.push(skipped(format!(" failed: {first}")));

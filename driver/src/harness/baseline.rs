@@ -1,271 +1,670 @@
-//! Expected-results baselines: what a codex version is known to do differently from the
-//! catalogue (`fixtures/expected/VERSION.json`).
+//! Expected-results baselines: what codex versions are known to do differently from the
+//! catalogue (`fixtures/expected/baselines.json`).
 //!
-//! A scenario reports a version's divergence with [`crate::harness::scenario::Ctx::drift`] and goes
-//! on; the after-scenario checks report codex-built requests that break the tool-call
-//! pairing, or that no script answered, the same way. At the end each divergence must match
-//! an entry of the version's baseline (the entry's `contains` text is part of the message),
-//! and every entry for the scenario must have matched something: an unlisted divergence
-//! fails the scenario, and so does an entry that no longer happens, so a baseline never
-//! goes stale. A failure stays a failure unless an entry says `"fails": true`: a scenario
-//! known to fail on that version, with a message containing `contains`.
+//! A scenario reports a divergence with [`crate::harness::scenario::Ctx::drift`] as a
+//! [`Drift`]: a stable key (`goal.interrupt_leaves_status`), the value codex showed (JSON)
+//! and a sentence for people. The after-scenario checks report codex-built requests that
+//! no script answered (`requests.unscripted`) or that break the tool-call pairing
+//! (`requests.tool_call_pairing`) the same way. At the end every drift must match an entry
+//! that applies to the binary's version: same scenario, same key, and the observed value
+//! equal to the entry's `observed` (or one of its `observed_any`, where codex is genuinely
+//! nondeterministic). Matching never looks at the sentence, so rewording it touches no
+//! fixture.
+//!
+//! An unlisted drift fails the scenario; so does a drift whose value is not the listed
+//! one, and an applicable entry that did not happen (a baseline never goes stale). A
+//! failure is always a failure. Each entry says whether the drift `contradicts` the
+//! scenario's headline claim: such a run is [`Outcome::Contradicts`], apart from drift in a
+//! detail ([`Outcome::Drift`]). In strict mode any drift fails.
 //!
 //! ```json
 //! {
-//!   "codex": "0.171.0",
 //!   "expected": [
-//!     {"scenario": "goal_continuation_ends_through_update_goal",
-//!      "contains": "goal_objective",
-//!      "reason": "the continuation request carries a goal_objective output without its call"}
+//!     {"scenario": "goal_interrupted_continuation_pauses_goal",
+//!      "key": "goal.interrupt_leaves_status",
+//!      "observed": "active",
+//!      "versions": [">=0.161.0"],
+//!      "reason": "interrupting a continuation leaves the goal active",
+//!      "contradicts": true}
 //!   ]
 //! }
 //! ```
+//!
+//! `versions` lists exact versions (`"0.131.0"`) and ranges: `">=0.161.0"`, `">0.131.0"`,
+//! `"<=0.161.0"`, `"<0.171.0"`, and `"A..B"` (from A included to B excluded).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
+use crate::codex::versions::sort_key;
 use crate::harness::outcome::Outcome;
 
-/// The environment variable that points at another baselines directory.
+/// The environment variable that points at another baselines file (or a directory holding
+/// `baselines.json`).
 pub const EXPECTED_DIR_ENV: &str = "CODEX_PARITY_EXPECTED";
 
-/// One known divergence of one scenario on one version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The environment variable that makes the parity tests strict (any drift fails).
+pub const STRICT_ENV: &str = "CODEX_PARITY_STRICT";
+
+/// The baselines file's name inside a baselines directory.
+pub const FILE_NAME: &str = "baselines.json";
+
+/// One divergence a scenario reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// A stable dotted name for what differs (`goal.interrupt_leaves_status`).
+    pub key: String,
+    /// What codex showed, as JSON: what the baseline matches.
+    pub observed: Value,
+    /// The same for people; never matched.
+    pub message: String,
+}
+
+impl Drift {
+    /// A drift with its key, observed value and message.
+    pub fn new(key: impl Into<String>, observed: Value, message: impl Into<String>) -> Drift {
+        Drift {
+            key: key.into(),
+            observed,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} ({})", self.key, self.observed, self.message)
+    }
+}
+
+/// The stable part of a tool-call pairing violation (as the sidecar words it): without
+/// the item's position in `input`, which moves with the history before it
+/// (`function_call_output "agent/goal_objective" has no call_id`).
+pub fn pairing_kind(violation: &str) -> String {
+    match violation.split_once(" at input[") {
+        Some((before, after)) => match after.split_once(']') {
+            Some((_, rest)) => format!("{before}{rest}"),
+            None => violation.to_string(),
+        },
+        None => violation.to_string(),
+    }
+}
+
+/// One known divergence of one scenario on some versions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expected {
     /// The scenario's name.
     pub scenario: String,
-    /// Text the divergence or failure message contains.
-    pub contains: String,
-    /// Why this version differs, for people.
+    /// The drift's key.
+    pub key: String,
+    /// The value codex shows, exactly.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub observed: Option<Value>,
+    /// The values codex may show (it is nondeterministic here); one of them each time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_any: Option<Vec<Value>>,
+    /// The versions it applies to: exact versions and ranges (see the module docs).
+    pub versions: Vec<String>,
+    /// Why these versions differ, for people.
     pub reason: String,
-    /// The scenario is known to fail (its failure message contains `contains`), rather than
-    /// to report drift and pass.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub fails: bool,
+    /// Whether the drift contradicts the scenario's headline claim (rather than a detail).
+    pub contradicts: bool,
 }
 
-/// A version's baseline: every known divergence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `observed: null` is a value, not an absent field.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Expected {
+    /// Whether `value` is what this entry expects.
+    pub fn admits(&self, value: &Value) -> bool {
+        self.observed.as_ref() == Some(value)
+            || self.observed_any.iter().flatten().any(|v| v == value)
+    }
+
+    /// What it expects, for messages: the value or the set.
+    pub fn listed(&self) -> String {
+        match (&self.observed, &self.observed_any) {
+            (Some(v), _) => v.to_string(),
+            (None, Some(set)) => format!("one of {}", Value::Array(set.clone())),
+            (None, None) => "nothing".into(),
+        }
+    }
+
+    /// Whether it applies to `version`.
+    pub fn applies_to(&self, version: &str) -> bool {
+        self.versions
+            .iter()
+            .any(|spec| version_matches(spec, version))
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.observed.is_some() != self.observed_any.is_some(),
+            "needs exactly one of \"observed\" and \"observed_any\""
+        );
+        if let Some(set) = &self.observed_any {
+            anyhow::ensure!(set.len() >= 2, "\"observed_any\" lists fewer than 2 values");
+        }
+        anyhow::ensure!(!self.key.is_empty(), "empty \"key\"");
+        anyhow::ensure!(!self.reason.trim().is_empty(), "empty \"reason\"");
+        anyhow::ensure!(!self.versions.is_empty(), "empty \"versions\"");
+        for spec in &self.versions {
+            check_spec(spec)?;
+        }
+        Ok(())
+    }
+}
+
+/// Fails when `location` is a directory of the former per-version files (`0.171.0.json`)
+/// without a `baselines.json`: reading no baseline there would silently drop them.
+fn old_layout(location: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(location) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(version) = name.strip_suffix(".json")
+            && crate::codex::versions::is_version(version)
+        {
+            anyhow::bail!(
+                "{} is a per-version baseline of the former layout: move its entries into {} (key, observed, versions, contradicts)",
+                entry.path().display(),
+                location.join(FILE_NAME).display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Splits a version spec into its comparison and version(s).
+fn parse_spec(spec: &str) -> Option<(&str, &str, &str)> {
+    let spec = spec.trim();
+    if let Some((low, high)) = spec.split_once("..") {
+        return Some(("..", low.trim(), high.trim()));
+    }
+    for op in [">=", "<=", ">", "<"] {
+        if let Some(v) = spec.strip_prefix(op) {
+            return Some((op, v.trim(), ""));
+        }
+    }
+    Some(("=", spec, ""))
+}
+
+fn check_spec(spec: &str) -> anyhow::Result<()> {
+    let (_, a, b) = parse_spec(spec).with_context(|| format!("bad version spec {spec:?}"))?;
+    for v in [a, b].into_iter().filter(|v| !v.is_empty()) {
+        anyhow::ensure!(
+            crate::codex::versions::is_version(v),
+            "bad version {v:?} in {spec:?} (exact \"0.171.0\", \">=0.161.0\", \"<0.171.0\" or \"0.131.0..0.171.0\")"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `version` is in `spec` (an exact version or a range).
+pub fn version_matches(spec: &str, version: &str) -> bool {
+    let Some((op, a, b)) = parse_spec(spec) else {
+        return false;
+    };
+    let v = sort_key(version);
+    match op {
+        "=" => a == version,
+        ">=" => v >= sort_key(a),
+        "<=" => v <= sort_key(a),
+        ">" => v > sort_key(a),
+        "<" => v < sort_key(a),
+        _ => v >= sort_key(a) && v < sort_key(b),
+    }
+}
+
+/// The baselines file's shape.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct File {
+    #[serde(rename = "_comment", default)]
+    _comment: Option<Value>,
+    expected: Vec<Expected>,
+}
+
+/// The baseline of one version: the entries that apply to it.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
     /// The codex version it describes.
     pub codex: String,
-    /// The known divergences.
+    /// The known divergences that apply to it.
     pub expected: Vec<Expected>,
     /// Where it was read from (empty when there is no file).
-    #[serde(skip)]
     pub path: PathBuf,
+    /// Any drift fails (`run --strict`, `CODEX_PARITY_STRICT=1`).
+    pub strict: bool,
 }
 
 impl Baseline {
-    /// The default baselines directory: `$CODEX_PARITY_EXPECTED`, else the repository's
-    /// `fixtures/expected`.
+    /// The default baselines location: `$CODEX_PARITY_EXPECTED`, else the repository's
+    /// `fixtures/expected` (holding `baselines.json`).
     pub fn default_dir() -> PathBuf {
         std::env::var_os(EXPECTED_DIR_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/expected"))
     }
 
-    /// The baseline of `version` in `dir`; an empty one when the file does not exist.
-    pub fn load(dir: &Path, version: &str) -> anyhow::Result<Baseline> {
-        let path = dir.join(format!("{version}.json"));
+    /// Every entry of the baselines at `location` (a file, or a directory holding
+    /// `baselines.json`), checked; none when the file does not exist.
+    pub fn read_all(location: &Path) -> anyhow::Result<(PathBuf, Vec<Expected>)> {
+        let path = if location.is_dir() {
+            location.join(FILE_NAME)
+        } else {
+            location.to_path_buf()
+        };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Baseline {
-                    codex: version.to_string(),
-                    ..Baseline::default()
-                });
+                old_layout(location)?;
+                return Ok((path, Vec::new()));
             }
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let mut baseline: Baseline = serde_json::from_str(&text).with_context(|| {
+        let file: File = serde_json::from_str(&text).with_context(|| {
             format!(
-                "{} is not a baseline ({{\"codex\": VERSION, \"expected\": [{{\"scenario\", \"contains\", \"reason\"}}]}})",
+                "{} is not a baselines file ({{\"expected\": [{{\"scenario\", \"key\", \"observed\" or \"observed_any\", \"versions\", \"reason\", \"contradicts\"}}]}})",
                 path.display()
             )
         })?;
-        anyhow::ensure!(
-            baseline.codex == version,
-            "{} describes codex {}, not {version}",
-            path.display(),
-            baseline.codex
-        );
-        baseline.path = path;
-        Ok(baseline)
+        for (i, e) in file.expected.iter().enumerate() {
+            e.check().with_context(|| {
+                format!("{} entry #{i} ({} {})", path.display(), e.scenario, e.key)
+            })?;
+        }
+        Ok((path, file.expected))
+    }
+
+    /// The baseline of `version` from `location` (see [`Baseline::read_all`]).
+    pub fn load(location: &Path, version: &str) -> anyhow::Result<Baseline> {
+        let (path, all) = Baseline::read_all(location)?;
+        Ok(Baseline {
+            codex: version.to_string(),
+            expected: all.into_iter().filter(|e| e.applies_to(version)).collect(),
+            path,
+            strict: false,
+        })
+    }
+
+    /// The entries for `scenario`.
+    pub fn entries(&self, scenario: &str) -> impl Iterator<Item = &Expected> {
+        self.expected.iter().filter(move |e| e.scenario == scenario)
     }
 
     /// Judges one scenario run: `failure` is its error, if it failed; `drift` what it
     /// reported as this version's divergences.
-    pub fn judge(&self, scenario: &str, failure: Option<String>, drift: Vec<String>) -> Outcome {
-        let entries: Vec<&Expected> = self
-            .expected
-            .iter()
-            .filter(|e| e.scenario == scenario)
-            .collect();
+    pub fn judge(&self, scenario: &str, failure: Option<String>, drift: Vec<Drift>) -> Outcome {
+        let entries: Vec<&Expected> = self.entries(scenario).collect();
         // What each entry matched: one note per entry, however often codex repeated it.
-        let mut seen: Vec<Vec<String>> = vec![Vec::new(); entries.len()];
+        let mut seen: Vec<Vec<Drift>> = vec![Vec::new(); entries.len()];
         let mut problems = Vec::new();
-        let observed = drift
-            .into_iter()
-            .map(|d| (d, false))
-            .chain(failure.map(|f| (f, true)));
-        for (message, is_failure) in observed {
-            let matching = |e: &&Expected| e.fails == is_failure && message.contains(&e.contains);
-            match entries.iter().position(matching) {
-                Some(i) => seen[i].push(message),
-                None if is_failure => problems.push(message),
-                None => problems.push(format!("drift not in the baseline: {message}")),
+        for d in drift {
+            let same_key = || entries.iter().filter(|e| e.key == d.key);
+            match entries
+                .iter()
+                .position(|e| e.key == d.key && e.admits(&d.observed))
+            {
+                Some(i) => seen[i].push(d),
+                None if same_key().next().is_none() => {
+                    problems.push(format!("drift not in the baseline: {d}"))
+                }
+                None => {
+                    let listed: Vec<String> = same_key().map(|e| e.listed()).collect();
+                    problems.push(format!(
+                        "drift {} = {} is not the value the baseline lists ({}): {}",
+                        d.key,
+                        d.observed,
+                        listed.join(" or "),
+                        d.message
+                    ));
+                }
             }
         }
-        let mut known = Vec::new();
+        if let Some(failure) = failure {
+            // A scenario that did not get to the end cannot say which entries are stale.
+            let mut lines = vec![failure];
+            lines.extend(problems);
+            return Outcome::Failed(lines.join("\n"));
+        }
+        let (mut known, mut contradicting) = (Vec::new(), false);
         for (entry, seen) in entries.iter().zip(&seen) {
+            let what = if entry.contradicts {
+                "contradicts the claim: "
+            } else {
+                ""
+            };
             match seen.as_slice() {
                 [] => problems.push(format!(
-                    "{} expects \"{}\" ({}), but it did not happen: remove the entry",
+                    "{} expects {} = {} on {} ({}), but it did not happen: remove or narrow the entry",
                     self.path.display(),
-                    entry.contains,
+                    entry.key,
+                    entry.listed(),
+                    self.codex,
                     entry.reason
                 )),
-                [one] => known.push(format!("{} ({one})", entry.reason)),
+                [one] => known.push(format!(
+                    "{what}{} = {}: {} ({})",
+                    one.key, one.observed, entry.reason, one.message
+                )),
                 [first, rest @ ..] => known.push(format!(
-                    "{} ({first}; and {} more like it)",
+                    "{what}{} = {}: {} ({}; and {} more like it)",
+                    first.key,
+                    first.observed,
                     entry.reason,
+                    first.message,
                     rest.len()
                 )),
             }
+            contradicting |= entry.contradicts && !seen.is_empty();
         }
         if !problems.is_empty() {
             Outcome::Failed(problems.join("\n"))
-        } else if !known.is_empty() {
-            Outcome::Drift(known)
-        } else {
+        } else if known.is_empty() {
             Outcome::Passed
+        } else if self.strict {
+            Outcome::Failed(format!(
+                "strict mode: any drift fails, even drift the baseline lists:\n{}",
+                known.join("\n")
+            ))
+        } else if contradicting {
+            Outcome::Contradicts(known)
+        } else {
+            Outcome::Drift(known)
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
+    fn entry(key: &str, observed: Value, contradicts: bool) -> Expected {
+        Expected {
+            scenario: "s".into(),
+            key: key.into(),
+            observed: Some(observed),
+            observed_any: None,
+            versions: vec!["0.171.0".into()],
+            reason: format!("reason of {key}"),
+            contradicts,
+        }
+    }
+
     fn baseline() -> Baseline {
+        let mut racy = entry("goal.tokens_used", json!(null), false);
+        racy.observed = None;
+        racy.observed_any = Some(vec![json!(0), json!(87)]);
+        racy.scenario = "racy".into();
         Baseline {
             codex: "0.171.0".into(),
             expected: vec![
-                Expected {
-                    scenario: "s".into(),
-                    contains: "goal_objective".into(),
-                    reason: "injected output".into(),
-                    fails: false,
-                },
-                Expected {
-                    scenario: "known_failure".into(),
-                    contains: "no such method".into(),
-                    reason: "not implemented here".into(),
-                    fails: true,
-                },
+                entry(
+                    "requests.tool_call_pairing",
+                    json!("output_without_call"),
+                    false,
+                ),
+                entry("goal.interrupt_leaves_status", json!("active"), true),
+                racy,
             ],
-            path: "fixtures/expected/0.171.0.json".into(),
+            path: "fixtures/expected/baselines.json".into(),
+            strict: false,
         }
+    }
+
+    fn pairing() -> Drift {
+        Drift::new(
+            "requests.tool_call_pairing",
+            json!("output_without_call"),
+            "request #1: output without its call",
+        )
     }
 
     #[test]
     fn clean_runs_pass_and_listed_drift_is_known() {
-        let b = baseline();
+        let mut b = baseline();
+        b.expected.remove(1);
         assert_eq!(b.judge("other", None, vec![]), Outcome::Passed);
-        let o = b.judge("s", None, vec!["output goal_objective has no call".into()]);
+        let o = b.judge("s", None, vec![pairing()]);
         assert_eq!(
             o,
             Outcome::Drift(vec![
-                "injected output (output goal_objective has no call)".into()
+                "requests.tool_call_pairing = \"output_without_call\": reason of \
+                 requests.tool_call_pairing (request #1: output without its call)"
+                    .into()
             ])
         );
-        // A failure is never excused by a drift entry, only by one that says it fails.
-        let o = b.judge("s", Some("checks failed: goal_objective".into()), vec![]);
-        assert!(matches!(o, Outcome::Failed(_)), "{o:?}");
-        let o = b.judge(
-            "known_failure",
-            Some("-32601 no such method".into()),
-            vec![],
+        // A failure is never excused by an entry.
+        let o = b.judge("s", Some("checks failed".into()), vec![pairing()]);
+        assert_eq!(o, Outcome::Failed("checks failed".into()));
+    }
+
+    #[test]
+    fn contradicting_drift_has_its_own_outcome() {
+        let b = baseline();
+        let interrupt = Drift::new(
+            "goal.interrupt_leaves_status",
+            json!("active"),
+            "not paused",
         );
-        assert!(matches!(o, Outcome::Drift(_)), "{o:?}");
-        let o = b.judge("known_failure", None, vec![]);
-        assert!(
-            matches!(o, Outcome::Failed(_)),
-            "a known failure that passes: {o:?}"
+        match b.judge("s", None, vec![pairing(), interrupt]) {
+            Outcome::Contradicts(notes) => {
+                assert_eq!(notes.len(), 2, "{notes:?}");
+                assert!(notes[1].starts_with("contradicts the claim: "), "{notes:?}");
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn the_message_is_never_matched() {
+        let mut b = baseline();
+        b.expected.remove(1);
+        let reworded = Drift::new(
+            "requests.tool_call_pairing",
+            json!("output_without_call"),
+            "entirely different words",
         );
+        assert!(matches!(
+            b.judge("s", None, vec![reworded]),
+            Outcome::Drift(_)
+        ));
+        let other_key = Drift::new("requests.pairing", json!("output_without_call"), "same");
+        assert!(matches!(
+            b.judge("s", None, vec![other_key, pairing()]),
+            Outcome::Failed(_)
+        ));
     }
 
     #[test]
     fn repeated_drift_is_one_note() {
-        let drift = (1..=3)
-            .map(|n| format!("request #{n}: goal_objective"))
-            .collect();
-        assert_eq!(
-            baseline().judge("s", None, drift),
-            Outcome::Drift(vec![
-                "injected output (request #1: goal_objective; and 2 more like it)".into()
-            ])
-        );
-    }
-
-    #[test]
-    fn unlisted_drift_and_stale_entries_fail() {
-        let b = baseline();
-        match b.judge("other", None, vec!["no turn_trigger".into()]) {
-            Outcome::Failed(m) => assert!(m.contains("drift not in the baseline: no turn_trigger")),
-            o => panic!("{o:?}"),
-        }
-        match b.judge("s", None, vec![]) {
-            Outcome::Failed(m) => {
-                assert!(m.contains("expects \"goal_objective\""), "{m}");
-                assert!(m.contains("remove the entry"), "{m}");
+        let mut b = baseline();
+        b.expected.remove(1);
+        let o = b.judge("s", None, vec![pairing(), pairing(), pairing()]);
+        match o {
+            Outcome::Drift(notes) => {
+                assert_eq!(notes.len(), 1);
+                assert!(notes[0].ends_with("; and 2 more like it)"), "{notes:?}");
             }
             o => panic!("{o:?}"),
         }
-        match b.judge("s", Some("timed out".into()), vec!["goal_objective".into()]) {
-            Outcome::Failed(m) => assert_eq!(m, "timed out"),
+    }
+
+    #[test]
+    fn unlisted_drift_fails() {
+        let b = baseline();
+        let unlisted = Drift::new("turn.trigger", json!(null), "no turn_trigger");
+        match b.judge("other", None, vec![unlisted]) {
+            Outcome::Failed(m) => assert_eq!(
+                m,
+                "drift not in the baseline: turn.trigger = null (no turn_trigger)"
+            ),
+            o => panic!("{o:?}"),
+        }
+        // An unlisted drift is named even when the scenario also failed.
+        let unlisted = Drift::new("turn.trigger", json!(null), "no turn_trigger");
+        match b.judge("other", Some("timed out".into()), vec![unlisted]) {
+            Outcome::Failed(m) => {
+                assert!(m.starts_with("timed out\ndrift not in the baseline"), "{m}")
+            }
             o => panic!("{o:?}"),
         }
     }
 
     #[test]
-    fn files_load_and_missing_files_are_empty() {
+    fn a_stale_entry_fails() {
+        let b = baseline();
+        match b.judge("s", None, vec![pairing()]) {
+            Outcome::Failed(m) => {
+                assert!(
+                    m.contains("expects goal.interrupt_leaves_status = \"active\" on 0.171.0"),
+                    "{m}"
+                );
+                assert!(m.contains("remove or narrow the entry"), "{m}");
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn an_observed_value_outside_the_listed_set_fails() {
+        let b = baseline();
+        let usage = |n: i64| Drift::new("goal.tokens_used", json!(n), "usage lost");
+        assert!(matches!(
+            b.judge("racy", None, vec![usage(0)]),
+            Outcome::Drift(_)
+        ));
+        assert!(matches!(
+            b.judge("racy", None, vec![usage(87)]),
+            Outcome::Drift(_)
+        ));
+        match b.judge("racy", None, vec![usage(12)]) {
+            Outcome::Failed(m) => assert!(
+                m.starts_with(
+                    "drift goal.tokens_used = 12 is not the value the baseline lists (one of [0,87])"
+                ),
+                "{m}"
+            ),
+            o => panic!("{o:?}"),
+        }
+        // An exact entry refuses another value the same way.
+        let b = baseline();
+        let paused = Drift::new("goal.interrupt_leaves_status", json!("complete"), "x");
+        match b.judge("s", None, vec![pairing(), paused]) {
+            Outcome::Failed(m) => assert!(m.contains("not the value the baseline lists"), "{m}"),
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn strict_mode_fails_on_listed_drift() {
+        let mut b = baseline();
+        b.expected.remove(1);
+        b.strict = true;
+        match b.judge("s", None, vec![pairing()]) {
+            Outcome::Failed(m) => assert!(m.starts_with("strict mode: any drift fails"), "{m}"),
+            o => panic!("{o:?}"),
+        }
+        assert_eq!(b.judge("other", None, vec![]), Outcome::Passed);
+    }
+
+    #[test]
+    fn pairing_kinds_drop_the_position() {
+        assert_eq!(
+            pairing_kind(
+                "function_call_output \"agent/goal_objective\" at input[3] has no call_id"
+            ),
+            "function_call_output \"agent/goal_objective\" has no call_id"
+        );
+        let other = "function_call \"c1\" has no function_call_output in the same input";
+        assert_eq!(pairing_kind(other), other);
+    }
+
+    #[test]
+    fn versions_are_exact_or_ranges() {
+        assert!(version_matches("0.161.0", "0.161.0"));
+        assert!(!version_matches("0.161.0", "0.161.1"));
+        assert!(version_matches(">=0.161.0", "0.171.0"));
+        assert!(version_matches(">=0.161.0", "0.161.0"));
+        assert!(!version_matches(">=0.161.0", "0.131.0"));
+        assert!(version_matches("<0.161.0", "0.131.0"));
+        assert!(!version_matches("<0.161.0", "0.161.0"));
+        assert!(version_matches("<=0.161.0", "0.161.0"));
+        assert!(version_matches(">0.131.0", "0.161.0"));
+        assert!(version_matches("0.131.0..0.171.0", "0.161.0"));
+        assert!(version_matches("0.131.0..0.171.0", "0.131.0"));
+        assert!(!version_matches("0.131.0..0.171.0", "0.171.0"));
+        assert!(
+            version_matches(">=0.100.0", "0.200.0"),
+            "numeric, not textual"
+        );
+    }
+
+    #[test]
+    fn files_load_check_and_filter_by_version() {
         let dir = tempfile::tempdir().unwrap();
         let empty = Baseline::load(dir.path(), "0.1.0").unwrap();
         assert!(empty.expected.is_empty());
-        std::fs::write(
-            dir.path().join("0.2.0.json"),
-            r#"{"codex":"0.2.0","expected":[{"scenario":"s","contains":"x","reason":"y"}]}"#,
-        )
-        .unwrap();
+        // A directory of the former per-version files is refused, not read as empty.
+        let old = tempfile::tempdir().unwrap();
+        std::fs::write(old.path().join("0.171.0.json"), "{}").unwrap();
+        let e = Baseline::load(old.path(), "0.171.0").unwrap_err();
+        assert!(format!("{e:#}").contains("former layout"), "{e:#}");
+        let write = |text: &str| std::fs::write(dir.path().join(FILE_NAME), text).unwrap();
+        write(
+            r#"{"expected":[
+              {"scenario":"s","key":"k","observed":null,"versions":[">=0.2.0"],"reason":"r","contradicts":false},
+              {"scenario":"s","key":"j","observed_any":[0,87],"versions":["0.1.0"],"reason":"r","contradicts":true}
+            ]}"#,
+        );
+        let b = Baseline::load(dir.path(), "0.2.0").unwrap();
+        assert_eq!(b.expected.len(), 1);
+        assert_eq!(b.expected[0].observed, Some(Value::Null));
         assert_eq!(
-            Baseline::load(dir.path(), "0.2.0").unwrap().expected.len(),
+            Baseline::load(dir.path(), "0.1.0").unwrap().expected.len(),
             1
         );
-        std::fs::write(
-            dir.path().join("0.3.0.json"),
-            r#"{"codex":"0.2.0","expected":[]}"#,
-        )
-        .unwrap();
-        let e = Baseline::load(dir.path(), "0.3.0").unwrap_err();
-        assert!(format!("{e:#}").contains("not 0.3.0"), "{e:#}");
-        std::fs::write(dir.path().join("0.4.0.json"), "{").unwrap();
-        assert!(Baseline::load(dir.path(), "0.4.0").is_err());
+        // A file path works as well as its directory.
+        let file = dir.path().join(FILE_NAME);
+        assert_eq!(Baseline::load(&file, "0.3.0").unwrap().expected.len(), 1);
+        for bad in [
+            // no contradicts
+            r#"{"expected":[{"scenario":"s","key":"k","observed":1,"versions":["0.1.0"],"reason":"r"}]}"#,
+            // prose matching is gone
+            r#"{"expected":[{"scenario":"s","contains":"x","reason":"r"}]}"#,
+            // neither observed nor observed_any
+            r#"{"expected":[{"scenario":"s","key":"k","versions":["0.1.0"],"reason":"r","contradicts":false}]}"#,
+            // both
+            r#"{"expected":[{"scenario":"s","key":"k","observed":1,"observed_any":[1,2],"versions":["0.1.0"],"reason":"r","contradicts":false}]}"#,
+            // a bad version
+            r#"{"expected":[{"scenario":"s","key":"k","observed":1,"versions":[">=latest"],"reason":"r","contradicts":false}]}"#,
+            "{",
+        ] {
+            write(bad);
+            assert!(Baseline::load(dir.path(), "0.1.0").is_err(), "{bad}");
+        }
     }
 
     #[test]
     fn the_repository_baselines_parse() {
-        let dir = Baseline::default_dir();
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let version = path.file_stem().unwrap().to_str().unwrap().to_string();
-            let b = Baseline::load(&dir, &version).unwrap();
-            assert_eq!(b.codex, version, "{}", path.display());
+        let (path, all) = Baseline::read_all(&Baseline::default_dir()).unwrap();
+        assert!(!all.is_empty(), "{} has no entries", path.display());
+        for e in &all {
+            assert!(!e.key.is_empty() && !e.reason.is_empty(), "{}", e.scenario);
         }
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
+use crate::harness::baseline::Drift;
 pub use crate::harness::tally::Tally;
 use crate::harness::world::{Settings, World, WorldOptions};
 
@@ -154,11 +155,13 @@ impl Ctx {
         self.tally.observe(what.into());
     }
 
-    /// Records that this codex version differs from the catalogue, and goes on. The
-    /// scenario fails at the end unless the version's baseline lists the divergence
-    /// (`fixtures/expected/VERSION.json`, see [`crate::harness::baseline`]).
-    pub fn drift(&self, what: impl Into<String>) {
-        self.tally.drift(what.into());
+    /// Records that this codex version differs from the catalogue, and goes on: `key` a
+    /// stable dotted name (`goal.interrupt_leaves_status`), `observed` what codex showed
+    /// (the baseline matches both, never `message`), `message` the same for people. The
+    /// scenario fails at the end unless a baseline entry for the version lists the key and
+    /// value (`fixtures/expected/baselines.json`, see [`crate::harness::baseline`]).
+    pub fn drift(&self, key: &str, observed: serde_json::Value, message: impl Into<String>) {
+        self.tally.drift(Drift::new(key, observed, message));
     }
 
     /// A fresh world. The scenario must end it with [`World::finish`].

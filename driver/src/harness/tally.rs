@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use codex_parity_sidecar::captured::CapturedRequest;
 
+use crate::harness::baseline::Drift;
 use crate::harness::sidecar::SidecarHealth;
 use crate::lock;
 
@@ -15,7 +16,7 @@ pub struct Tally {
     /// Worlds whose after-scenario checks ran.
     pub finished: AtomicUsize,
     /// Divergences of this codex version (see [`crate::harness::baseline`]).
-    pub drift: Mutex<Vec<String>>,
+    pub drift: Mutex<Vec<Drift>>,
     /// Every request the worlds' sidecars captured, world after world.
     pub requests: Mutex<Vec<CapturedRequest>>,
     /// Facts the scenario recorded about this codex (see
@@ -27,8 +28,8 @@ pub struct Tally {
 
 impl Tally {
     /// Records a divergence.
-    pub fn drift(&self, what: String) {
-        lock(&self.drift).push(what);
+    pub fn drift(&self, drift: Drift) {
+        lock(&self.drift).push(drift);
     }
 
     /// Records a fact about this codex.

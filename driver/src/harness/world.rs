@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use codex_parity_sidecar::Scripted;
+use serde_json::json;
 
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
+use crate::harness::baseline::{Drift, pairing_kind};
 use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 use crate::harness::tally::Tally;
@@ -313,15 +315,19 @@ impl World {
         let requests = self.sidecar.all_requests().await?;
         for r in &requests {
             if r.outcome == codex_parity_sidecar::captured::Outcome::Unscripted {
-                self.tally.drift(format!(
-                    "unscripted request #{}: {} {}",
-                    r.index, r.method, r.path
+                // Which request: method, path and its place among the world's requests
+                // (scenarios run their turns one after another, so the place is stable).
+                self.tally.drift(Drift::new(
+                    "requests.unscripted",
+                    json!({"request": format!("{} {}", r.method, r.path), "index": r.index}),
+                    format!("unscripted request #{}: {} {}", r.index, r.method, r.path),
                 ));
             }
             for v in &r.pairing_violations {
-                self.tally.drift(format!(
-                    "request #{} breaks tool-call pairing: {v}",
-                    r.index
+                self.tally.drift(Drift::new(
+                    "requests.tool_call_pairing",
+                    json!(pairing_kind(v)),
+                    format!("request #{} breaks tool-call pairing: {v}", r.index),
                 ));
             }
         }

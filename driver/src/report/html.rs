@@ -28,6 +28,7 @@ table.grid { border-collapse: collapse; }
 .cell a { color: inherit; text-decoration: none; display: block; }
 .pass { background: #d8f0dc; color: #1b5e20; }
 .drift { background: #fff0c2; color: #7a5200; }
+.contra { background: #ffd9b3; color: #8a3b00; outline: 2px solid #e67300; outline-offset: -2px; }
 .fail { background: #f9c9cc; color: #9b0d16; }
 .na { background: #e6e6e6; color: #555; }
 .missing { background: #fff; color: #aaa; }
@@ -37,6 +38,7 @@ section { margin-top: 2em; }
 details { margin: .4em 0; border-left: 4px solid #ccc; padding: .2em .6em; }
 section#failures details { border-color: #d32f2f; }
 section#known-drift details { border-color: #f0b400; }
+section#contradicting-drift details { border-color: #e67300; }
 details:target { background: #fffbe6; }
 summary { cursor: pointer; font-family: ui-monospace, monospace; }
 pre { white-space: pre-wrap; word-break: break-word; margin: .4em 0; }
@@ -78,7 +80,12 @@ pub fn render(matrix: &Matrix, sections: &[Section]) -> String {
         (
             "drift",
             "drift",
-            "differs as this version's baseline expects",
+            "differs in a detail as this version's baseline expects",
+        ),
+        (
+            "contra",
+            "CONTRA",
+            "differs as the baseline expects, and the difference contradicts the scenario's claim",
         ),
         ("fail", "FAIL", "does not behave as expected"),
         ("na", "n/a", "the binary cannot run it"),
@@ -133,6 +140,7 @@ fn grid(out: &mut String, matrix: &Matrix) {
                 None => ("missing", "–"),
                 Some(Outcome::Passed) => ("pass", "pass"),
                 Some(Outcome::Drift(_)) => ("drift", "drift"),
+                Some(Outcome::Contradicts(_)) => ("contra", "CONTRA"),
                 Some(Outcome::Failed(_)) => ("fail", "FAIL"),
                 Some(Outcome::NotApplicable(_)) => ("na", "n/a"),
             };
@@ -203,6 +211,20 @@ mod tests {
     use super::*;
     use crate::report::matrix::tests::sample;
     use crate::report::sections::{Item, standard};
+
+    #[test]
+    fn contradicting_drift_has_its_own_colour_and_section() {
+        let mut m = sample();
+        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        let html = render(&m, &standard(&m));
+        assert!(html.contains(".contra {"), "a style of its own");
+        assert!(html.contains(
+            "<td class=\"cell contra\" data-scenario=\"gamma\" data-codex=\"codex-0.171.0\" \
+             title=\"the goal stays active\"><a href=\"#contra-gamma-codex-0_171_0\">CONTRA</a></td>"
+        ), "{html}");
+        assert!(html.contains("<section id=\"contradicting-drift\">"));
+        assert!(html.contains("<details id=\"contra-gamma-codex-0_171_0\""));
+    }
 
     #[test]
     fn one_cell_per_scenario_and_binary_with_links_to_reasons() {

@@ -14,10 +14,12 @@
 //! }
 //! ```
 //!
-//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects), `failed` or
-//! `not_applicable` (with `reason`); `observations` lists facts the scenario recorded about that
-//! codex (which edit path it took, a skipped golden comparison). `codex` and `scenarios` list the
-//! whole plan, also in a shard, whose `results` hold only its own cells. Records are ordered by
+//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
+//! `contradicts` (listed drift that contradicts the scenario's headline claim, with `notes`),
+//! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario recorded
+//! about that codex (which edit path it took, a skipped golden comparison). `codex` and
+//! `scenarios` list the whole plan, also in a shard, whose `results` hold only its own cells.
+//! Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
 
 use std::time::Duration;
@@ -63,6 +65,7 @@ struct RowJson {
 enum Status {
     Passed,
     Drift,
+    Contradicts,
     Failed,
     NotApplicable,
 }
@@ -118,9 +121,13 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
     let (status, reason, notes) = match &e.outcome {
         Outcome::Passed => (Status::Passed, None, vec![]),
         Outcome::Drift(notes) => (Status::Drift, None, notes.clone()),
+        Outcome::Contradicts(notes) => (Status::Contradicts, None, notes.clone()),
         Outcome::Failed(r) => (Status::Failed, Some(r.clone()), vec![]),
         Outcome::NotApplicable(r) => (Status::NotApplicable, Some(r.clone()), vec![]),
     };
+    // Text for readers, not terminals: no colour codes from a codex stderr tail.
+    let clean = |lines: Vec<String>| lines.iter().map(|l| super::strip_escapes(l)).collect();
+    let (reason, notes) = (reason.map(|r| super::strip_escapes(&r)), clean(notes));
     ResultJson {
         scenario: e.scenario.clone(),
         id: matrix.id_of(&e.scenario).to_string(),
@@ -130,7 +137,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         duration_ms: u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
         reason,
         notes,
-        observations: e.observations.clone(),
+        observations: clean(e.observations.clone()),
     }
 }
 
@@ -180,6 +187,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
         let outcome = match r.status {
             Status::Passed => Outcome::Passed,
             Status::Drift => Outcome::Drift(r.notes.clone()),
+            Status::Contradicts => Outcome::Contradicts(r.notes.clone()),
             Status::Failed => Outcome::Failed(reason()),
             Status::NotApplicable => Outcome::NotApplicable(reason()),
         };
@@ -228,6 +236,11 @@ mod tests {
         assert_eq!(results[2]["status"], "not_applicable");
         assert_eq!(results[2]["id"], "E16");
         assert_eq!(results[3]["status"], "drift");
+        let mut contra = sample();
+        contra.entries[4].outcome = Outcome::Contradicts(vec!["stays active".into()]);
+        let text = render(&contra);
+        assert!(text.contains("\"status\": \"contradicts\""), "{text}");
+        assert_eq!(parse(&text).unwrap(), contra, "merge reads it back");
         assert_eq!(results[3]["notes"][0], "injects output (goal_objective)");
         assert!(v.get("shard").is_none());
     }

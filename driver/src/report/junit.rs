@@ -77,13 +77,15 @@ pub fn render(matrix: &Matrix) -> String {
                         escape_attr(reason)
                     );
                 }
-                Outcome::Drift(notes) => {
-                    let _ = writeln!(
-                        suites,
-                        ">\n      <system-out>known drift (fixtures/expected):\n{}</system-out>\n    </testcase>",
-                        escape(&notes.join("\n"))
-                    );
-                }
+                // Known drift passes (as the baseline expects); a property says which kind,
+                // so a CI dashboard can tell drift that contradicts the claim apart.
+                Outcome::Drift(notes) => drift_case(&mut suites, "drift", "known drift", notes),
+                Outcome::Contradicts(notes) => drift_case(
+                    &mut suites,
+                    "contradicts",
+                    "known drift that contradicts the scenario's headline claim",
+                    notes,
+                ),
             }
         }
         suites.push_str("  </testsuite>\n");
@@ -94,6 +96,16 @@ pub fn render(matrix: &Matrix) -> String {
          {suites}</testsuites>\n",
         seconds(time)
     )
+}
+
+/// The end of a passing case with drift: a `parity.status` property (`drift` or
+/// `contradicts`) and the notes in `<system-out>`.
+fn drift_case(suites: &mut String, status: &str, what: &str, notes: &[String]) {
+    let _ = writeln!(
+        suites,
+        ">\n      <properties><property name=\"parity.status\" value=\"{status}\"/></properties>\n      <system-out>{what} (fixtures/expected/baselines.json):\n{}</system-out>\n    </testcase>",
+        escape(&notes.join("\n"))
+    );
 }
 
 fn seconds(d: Duration) -> String {
@@ -150,7 +162,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             failure.attribute("message"),
-            Some("\u{fffd}[31mred\u{fffd}[0m </failure> ]]> & \"q\"")
+            Some("red </failure> ]]> & \"q\""),
+            "terminal colours stripped, markup escaped"
         );
         assert!(failure.text().unwrap().ends_with("\nline 2"));
         assert_eq!(case(1, "alpha").attribute("time"), Some("2.345"));
@@ -175,5 +188,42 @@ mod tests {
                 .contains("injects output (goal_objective)")
         );
         assert!(case(0, "alpha").children().all(|n| !n.is_element()));
+    }
+
+    #[test]
+    fn drift_cases_say_their_kind_in_a_property() {
+        let mut m = sample();
+        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        let xml = render(&m);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let status = |name: &str| {
+            let case = doc
+                .descendants()
+                .find(|n| {
+                    n.has_tag_name("testcase")
+                        && n.attribute("name") == Some(name)
+                        && n.attribute("classname") == Some("codex-0.171.0")
+                })
+                .unwrap();
+            assert!(
+                !case.children().any(|n| n.has_tag_name("failure")),
+                "passes"
+            );
+            let property = case
+                .descendants()
+                .find(|n| n.has_tag_name("property"))
+                .unwrap();
+            assert_eq!(property.attribute("name"), Some("parity.status"));
+            let out = case.descendants().find(|n| n.has_tag_name("system-out"));
+            (
+                property.attribute("value").unwrap().to_string(),
+                out.and_then(|n| n.text()).unwrap().to_string(),
+            )
+        };
+        let (kind, out) = status("gamma");
+        assert_eq!(kind, "contradicts");
+        assert!(out.starts_with("known drift that contradicts"), "{out}");
+        assert!(out.ends_with("the goal stays active"), "{out}");
+        assert_eq!(status("beta").0, "drift");
     }
 }

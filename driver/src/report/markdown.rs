@@ -74,9 +74,11 @@ fn inline(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Control characters (an ANSI colour code from codex's stderr, say) as U+FFFD.
+/// Without terminal escape sequences (an ANSI colour code from codex's stderr, say), and
+/// other control characters as U+FFFD.
 fn printable(text: &str) -> String {
-    text.chars()
+    super::strip_escapes(text)
+        .chars()
         .map(|c| {
             if c.is_control() && c != '\t' {
                 '\u{fffd}'
@@ -90,6 +92,7 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::outcome::Outcome;
     use crate::report::matrix::tests::sample;
     use crate::report::sections::standard;
 
@@ -113,7 +116,7 @@ mod tests {
         assert!(table.iter().all(|l| l.matches('|').count() == pipes));
         assert!(md.contains("\n## Failures\n"));
         assert!(md.contains(
-            "- **alpha (A1) on codex-0.171.0**: expected \"a\" &lt;b&gt; &amp; 'c'\n\n  ```text\n  second line\n  ```\n\n## Known drift"
+            "- **alpha (A1) on codex-0.171.0**: expected \"a\" &lt;b&gt; &amp; 'c'\n\n  ```text\n  second line\n  ```\n\n## Drift that contradicts the claim"
         ));
         assert!(md.contains("- **beta (E16) on codex-0.131.0**: no thread/goal methods"));
     }
@@ -124,6 +127,16 @@ mod tests {
         m.entries.retain(|e| e.outcome.word() == "pass");
         let md = render(&m, &standard(&m));
         assert!(md.contains("## Failures\n\nScenarios that did not behave"));
-        assert_eq!(md.matches("None.\n").count(), 4);
+        assert_eq!(md.matches("None.\n").count(), 5);
+    }
+
+    #[test]
+    fn contradicting_drift_has_its_word_and_total() {
+        let mut m = sample();
+        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        let md = render(&m, &standard(&m));
+        assert!(md.contains("| gamma | B2 | – | CONTRA |"), "{md}");
+        assert!(md.contains("| *contradicts claim* | | 0 | 1 |"), "{md}");
+        assert!(md.contains("- **gamma (B2) on codex-0.171.0**: the goal stays active"));
     }
 }

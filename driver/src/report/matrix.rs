@@ -53,8 +53,11 @@ pub struct Entry {
 pub struct Totals {
     /// Passed.
     pub passed: usize,
-    /// Differed only as the version's baseline expects.
+    /// Differed only as the version's baseline expects, in details.
     pub drift: usize,
+    /// Differed as the version's baseline expects, and the drift contradicts the
+    /// scenario's headline claim.
+    pub contradicts: usize,
     /// Failed.
     pub failed: usize,
     /// Not applicable to the binary.
@@ -180,6 +183,7 @@ impl Matrix {
             match e.outcome {
                 Outcome::Passed => t.passed += 1,
                 Outcome::Drift(_) => t.drift += 1,
+                Outcome::Contradicts(_) => t.contradicts += 1,
                 Outcome::Failed(_) => t.failed += 1,
                 Outcome::NotApplicable(_) => t.not_applicable += 1,
             }
@@ -188,13 +192,15 @@ impl Matrix {
     }
 
     /// The totals rows under a matrix: a name and one count per column (`passed`,
-    /// `drift (expected)`, `failed`, `not applicable`, and `no result` when a cell has none).
+    /// `drift (expected)`, `contradicts claim`, `failed`, `not applicable`, and `no result`
+    /// when a cell has none).
     pub fn total_rows(&self) -> Vec<(&'static str, Vec<usize>)> {
         let totals: Vec<Totals> = self.columns.iter().map(|c| self.totals(&c.label)).collect();
         let row = |f: fn(&Totals) -> usize| totals.iter().map(f).collect::<Vec<usize>>();
         let mut rows = vec![
             ("passed", row(|t| t.passed)),
             ("drift (expected)", row(|t| t.drift)),
+            ("contradicts claim", row(|t| t.contradicts)),
             ("failed", row(|t| t.failed)),
             ("not applicable", row(|t| t.not_applicable)),
         ];

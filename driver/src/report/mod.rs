@@ -60,12 +60,52 @@ pub fn read_dir(path: &Path) -> anyhow::Result<Matrix> {
     json::parse(&text).with_context(|| format!("reading {}", file.display()))
 }
 
+/// Text without terminal escape sequences (the colours of a codex stderr tail): CSI
+/// (`ESC [` … final byte), OSC (`ESC ]` … BEL or `ESC \`) and two-character `ESC x`
+/// sequences are removed; a lone trailing `ESC` too.
+pub fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            // CSI: parameters and intermediates, then one final byte in @..~.
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC: up to BEL or ESC \.
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                    if c == '\u{1b}' {
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Escapes text for XML and HTML, in element text and in quoted attributes: `&<>"'`, and
-/// every character XML 1.0 forbids (most C0 controls, such as an ANSI colour code in a
-/// codex stderr tail) becomes U+FFFD. Newlines and tabs are kept.
+/// every character XML 1.0 forbids (most C0 controls) becomes U+FFFD. Terminal escape
+/// sequences are removed first ([`strip_escapes`]). Newlines and tabs are kept.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in strip_escapes(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -99,8 +139,19 @@ mod tests {
             escape("a<b>&\"c\"'d'"),
             "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"
         );
-        assert_eq!(escape("x\u{1b}[0m\u{0}\ty\n"), "x\u{fffd}[0m\u{fffd}\ty\n");
+        assert_eq!(escape("x\u{1b}[0m\u{0}\ty\n"), "x\u{fffd}\ty\n");
+        assert_eq!(escape("\u{1b}[1;31mred\u{1b}[0m"), "red");
         assert_eq!(escape_attr("a\nb"), "a&#10;b");
+    }
+
+    #[test]
+    fn terminal_escapes_are_stripped() {
+        assert_eq!(strip_escapes("\u{1b}[31mred\u{1b}[0m plain"), "red plain");
+        assert_eq!(strip_escapes("a\u{1b}[2K\u{1b}[1Gb"), "ab");
+        assert_eq!(strip_escapes("\u{1b}]0;title\u{7}text"), "text");
+        assert_eq!(strip_escapes("\u{1b}]8;;http://x\u{1b}\\link"), "link");
+        assert_eq!(strip_escapes("\u{1b}(Bx\u{1b}"), "Bx");
+        assert_eq!(strip_escapes("no escapes: [31m"), "no escapes: [31m");
     }
 
     #[test]

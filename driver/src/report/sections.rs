@@ -38,6 +38,7 @@ pub fn anchor(entry: &Entry) -> Option<String> {
     let kind = match entry.outcome {
         Outcome::Passed => return None,
         Outcome::Drift(_) => "drift",
+        Outcome::Contradicts(_) => "contra",
         Outcome::Failed(_) => "fail",
         Outcome::NotApplicable(_) => "na",
     };
@@ -59,6 +60,7 @@ pub fn anchor(entry: &Entry) -> Option<String> {
 pub fn standard(matrix: &Matrix) -> Vec<Section> {
     let mut failures = Vec::new();
     let mut drift = Vec::new();
+    let mut contradicting = Vec::new();
     let mut not_applicable = Vec::new();
     let mut observations = Vec::new();
     for e in &matrix.entries {
@@ -79,6 +81,7 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
             Outcome::Passed => continue,
             Outcome::Failed(_) => &mut failures,
             Outcome::Drift(_) => &mut drift,
+            Outcome::Contradicts(_) => &mut contradicting,
             Outcome::NotApplicable(_) => &mut not_applicable,
         };
         list.push(Item {
@@ -96,10 +99,19 @@ pub fn standard(matrix: &Matrix) -> Vec<Section> {
             items: failures,
         },
         Section {
+            id: "contradicting-drift".into(),
+            title: "Drift that contradicts the claim".into(),
+            intro: "Where a version differs as its baseline (fixtures/expected/baselines.json) \
+                    expects, but the difference means the scenario's headline claim does not \
+                    hold on that version: why, and what was seen."
+                .into(),
+            items: contradicting,
+        },
+        Section {
             id: "known-drift".into(),
             title: "Known drift".into(),
-            intro: "Where a version differs from the catalogue as its baseline \
-                    (fixtures/expected/VERSION.json) expects: why, and what was seen."
+            intro: "Where a version differs from the catalogue in a detail, as its baseline \
+                    (fixtures/expected/baselines.json) expects: why, and what was seen."
                 .into(),
             items: drift,
         },
@@ -169,8 +181,15 @@ mod tests {
         let ids: Vec<&str> = s.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["failures", "known-drift", "not-applicable", "observations"]
+            [
+                "failures",
+                "contradicting-drift",
+                "known-drift",
+                "not-applicable",
+                "observations"
+            ]
         );
+        assert!(s[1].items.is_empty());
         assert_eq!(s[0].items.len(), 1);
         assert_eq!(s[0].items[0].title, "alpha (A1) on codex-0.171.0");
         assert!(s[0].items[0].text.ends_with("second line"));
@@ -178,8 +197,23 @@ mod tests {
             s[0].items[0].anchor.as_deref(),
             Some("fail-alpha-codex-0_171_0")
         );
-        assert_eq!(s[1].items[0].text, "injects output (goal_objective)");
-        assert_eq!(s[2].items[0].text, "no thread/goal methods");
+        assert_eq!(s[2].items[0].text, "injects output (goal_objective)");
+        assert_eq!(s[3].items[0].text, "no thread/goal methods");
+    }
+
+    #[test]
+    fn contradicting_drift_has_its_own_section_and_anchor() {
+        let mut m = sample();
+        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        let s = standard(&m);
+        assert_eq!(s[1].id, "contradicting-drift");
+        assert_eq!(s[1].items.len(), 1);
+        assert_eq!(s[1].items[0].text, "the goal stays active");
+        assert_eq!(
+            s[1].items[0].anchor.as_deref(),
+            Some("contra-gamma-codex-0_171_0")
+        );
+        assert_eq!(s[2].items.len(), 1, "known drift stays apart");
     }
 
     #[test]

@@ -112,6 +112,11 @@ pub fn render(matrix: &Matrix) -> String {
                     let _ = writeln!(notes, "drift {cell}: {k}");
                 }
             }
+            Outcome::Contradicts(known) => {
+                for k in known {
+                    let _ = writeln!(notes, "CONTRA {cell}: {k}");
+                }
+            }
             Outcome::Passed => {}
         }
     }
@@ -119,19 +124,21 @@ pub fn render(matrix: &Matrix) -> String {
         out.push('\n');
         out.push_str(&notes);
     }
-    let (mut passed, mut drift, mut failed, mut skipped) = (0, 0, 0, 0);
+    let (mut passed, mut drift, mut contradicts, mut failed, mut skipped) = (0, 0, 0, 0, 0);
     for e in &matrix.entries {
         match e.outcome {
             Outcome::Passed => passed += 1,
             Outcome::Drift(_) => drift += 1,
+            Outcome::Contradicts(_) => contradicts += 1,
             Outcome::Failed(_) => failed += 1,
             Outcome::NotApplicable(_) => skipped += 1,
         }
     }
-    // Known drift is as expected (exit 0) but is not called a pass.
+    // Known drift is as expected (exit 0) but is not called a pass; drift that contradicts
+    // a scenario's headline claim is counted on its own.
     let _ = writeln!(
         out,
-        "\ntotal: {passed} passed, {drift} known drift, {failed} failed, {skipped} skipped"
+        "\ntotal: {passed} passed, {drift} known drift, {contradicts} contradicting drift, {failed} failed, {skipped} skipped"
     );
     out
 }
@@ -157,8 +164,9 @@ mod tests {
         assert!(lines[5].starts_with("drift (expected)"));
         assert_eq!(lines[5].rfind('1'), Some(col), "totals line up too");
         assert_eq!(row(4), ["passed", "1", "1"]);
-        assert_eq!(row(6), ["failed", "0", "1"]);
-        assert_eq!(row(8), ["no", "result", "1", "0"]);
+        assert_eq!(row(6), ["contradicts", "claim", "0", "0"]);
+        assert_eq!(row(7), ["failed", "0", "1"]);
+        assert_eq!(row(9), ["no", "result", "1", "0"]);
         assert!(text.contains("FAIL  alpha[codex-0.171.0]: expected \"a\" <b> & 'c'\n"));
         assert!(
             !text.contains("second line"),
@@ -167,7 +175,26 @@ mod tests {
         assert!(text.contains("n/a   beta[codex-0.131.0]: no thread/goal methods"));
         assert!(text.contains("drift beta[codex-0.171.0]: injects output (goal_objective)"));
         assert!(
-            text.ends_with("\n\ntotal: 2 passed, 1 known drift, 1 failed, 1 skipped\n"),
+            text.ends_with(
+                "\n\ntotal: 2 passed, 1 known drift, 0 contradicting drift, 1 failed, 1 skipped\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn contradicting_drift_is_its_own_word_and_count() {
+        let mut m = sample();
+        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        let text = render(&m);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[3].split_whitespace().collect::<Vec<_>>(),
+            ["gamma", "-", "CONTRA"]
+        );
+        assert!(text.contains("CONTRA gamma[codex-0.171.0]: the goal stays active\n"));
+        assert!(
+            text.contains("1 passed, 1 known drift, 1 contradicting drift,"),
             "{text}"
         );
     }

@@ -213,9 +213,13 @@ async fn untrusted_in_config(ctx: &Ctx) -> anyhow::Result<()> {
                 .find(|l| l.contains("approval_policy"))
                 .map(str::to_string)
                 .with_context(|| format!("codex did not start: {e}"))?;
-            ctx.drift(format!(
-                "codex refuses to start with approval_policy = \"untrusted\" in config.toml: {refusal}"
-            ));
+            ctx.drift(
+                "config.approval_policy_untrusted",
+                json!("refused at start-up"),
+                format!(
+                    "codex refuses to start with approval_policy = \"untrusted\" in config.toml: {refusal}"
+                ),
+            );
         }
     }
     world.finish().await

@@ -60,7 +60,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "an invalid_function_parameters 400 fails the turn naming the tool schema",
             schema_rejected
         )
-        .applies(Capabilities::needs_dynamic_tools),
+        .applies(Capabilities::needs_turn_error_data),
     ]
 }
 
@@ -322,11 +322,15 @@ async fn schema_rejected(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(errors.len(), 1, "terminal error notifications");
     let reason = errors[0].pointer("/error/data/reason").cloned();
     if reason != Some(json!("dynamicToolInputSchema")) {
-        ctx.drift(format!(
-            "the error names no dynamic tool schema: error.data.reason is {}, codexErrorInfo {}",
-            reason.map_or("absent".to_string(), |r| r.to_string()),
-            errors[0]["error"]["codexErrorInfo"]
-        ));
+        ctx.drift(
+            "error.data.reason",
+            reason.clone().unwrap_or(Value::Null),
+            format!(
+                "the error names no dynamic tool schema: error.data.reason is {}, codexErrorInfo {}",
+                reason.map_or("absent".to_string(), |r| r.to_string()),
+                errors[0]["error"]["codexErrorInfo"]
+            ),
+        );
     }
     expect_requests(&world, 1).await?;
     world.finish().await

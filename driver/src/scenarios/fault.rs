@@ -7,8 +7,10 @@
 //! so, the least gap between attempts.
 //!
 //! Each row holds the catalogue's answer. A version that answers otherwise is recorded with
-//! [`Ctx::drift`], field by field, and its baseline (`fixtures/expected/VERSION.json`) must
-//! list it: that is how the matrix shows which release changed its error handling.
+//! [`Ctx::drift`], field by field (the key names the field, `turn.error.codexErrorInfo`;
+//! the observed value is what codex gave, exactly), and the baselines
+//! (`fixtures/expected/baselines.json`) must list it: that is how the matrix shows which
+//! release changed its error handling.
 
 use std::time::Duration;
 
@@ -399,23 +401,24 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
     // Shorter than the scenario's own limit, so a hang is reported with what was awaited.
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
     let url = format!("{}/responses", world.sidecar.base_url());
-    let differ = |what: &str, want: String, got: String| {
+    // Each difference is drift keyed by the field; the observed value names the sidecar's
+    // address `{url}`, so it is the same on every run.
+    let differ = |key: &str, want: Value, got: Value| {
         if want != got {
-            ctx.drift(format!("{what}: expected {want}, got {got}").replace(&url, "{url}"));
+            let got: Value =
+                serde_json::from_str(&got.to_string().replace(&url, "{url}")).unwrap_or(got);
+            let message = format!("{key}: expected {want}, got {got}").replace(&url, "{url}");
+            ctx.drift(key, got, message);
         }
     };
-    differ("turn.status", fault.status.into(), turn.status.to_string());
+    differ("turn.status", json!(fault.status), json!(turn.status));
     differ(
         "turn.error.message",
-        fault.message.replace("{url}", &url),
-        turn.error_message().into(),
+        json!(fault.message.replace("{url}", &url)),
+        json!(turn.error_message()),
     );
     let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
-    differ(
-        "agent messages",
-        format!("{:?}", fault.texts),
-        format!("{texts:?}"),
-    );
+    differ("turn.agentMessages", json!(fault.texts), json!(texts));
     let info = turn
         .error
         .as_ref()
@@ -424,15 +427,15 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
         .unwrap_or(Value::Null);
     differ(
         "turn.error.codexErrorInfo",
-        parse(fault.info, "codexErrorInfo")?.to_string(),
-        info.to_string(),
+        parse(fault.info, "codexErrorInfo")?,
+        info,
     );
     compare_progress(fault, &turn, &differ)?;
     let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
     differ(
-        "model requests",
-        fault.requests.to_string(),
-        requests.len().to_string(),
+        "requests.count",
+        json!(fault.requests),
+        json!(requests.len()),
     );
     compare_gaps(ctx, fault, &requests);
     check_terminal(&turn)?;
@@ -447,7 +450,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
 fn compare_progress(
     fault: &Fault,
     turn: &Turn,
-    differ: &dyn Fn(&str, String, String),
+    differ: &dyn Fn(&str, Value, Value),
 ) -> anyhow::Result<()> {
     let want_progress = match fault.progress_info {
         Some(_) => (1..=fault.stream_retries)
@@ -456,22 +459,22 @@ fn compare_progress(
         None => Vec::new(),
     };
     differ(
-        "retry progress",
-        format!("{want_progress:?}"),
-        format!("{:?}", turn.retry_progress()),
+        "turn.retryProgress",
+        json!(want_progress),
+        json!(turn.retry_progress()),
     );
     if let Some(progress_info) = fault.progress_info {
         let want = parse(progress_info, "progress codexErrorInfo")?;
         for p in progress_errors(turn) {
             differ(
-                "progress codexErrorInfo",
-                want.to_string(),
-                p["codexErrorInfo"].to_string(),
+                "progress.codexErrorInfo",
+                want.clone(),
+                p["codexErrorInfo"].clone(),
             );
             differ(
-                "progress additionalDetails (the cause)",
-                json!(turn.error_message()).to_string(),
-                p["additionalDetails"].to_string(),
+                "progress.additionalDetails",
+                json!(turn.error_message()),
+                p["additionalDetails"].clone(),
             );
         }
     }
@@ -486,7 +489,8 @@ fn compare_gaps(ctx: &Ctx, fault: &Fault, requests: &[CapturedRequest]) {
                 .received_at_ms
                 .saturating_sub(pair[0].received_at_ms);
             if gap < min {
-                ctx.drift(format!(
+                // The gap itself varies from run to run: the drift is that it is short.
+                ctx.drift("requests.retry_after_honoured", json!(false), format!(
                     "request #{} came {gap} ms after the one before; retry-after asks for {min} ms",
                     pair[1].index
                 ));

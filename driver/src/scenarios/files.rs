@@ -522,10 +522,14 @@ async fn git_repository(ctx: &Ctx) -> anyhow::Result<()> {
 
     for ((edit, plain), in_git) in edits.iter().zip(&reports[0]).zip(&reports[1]) {
         if plain != in_git {
-            ctx.drift(format!(
-                "in a git repository the {} report differs: plain {plain:?}, git {in_git:?}",
-                edit.kind()
-            ));
+            ctx.drift(
+                "file_change.report_in_git_differs",
+                json!(edit.kind()),
+                format!(
+                    "in a git repository the {} report differs: plain {plain:?}, git {in_git:?}",
+                    edit.kind()
+                ),
+            );
         }
     }
     let (plain_info, repo_info) = (

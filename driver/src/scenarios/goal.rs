@@ -362,7 +362,18 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
             .any(|m| m.is("thread/goal/cleared")),
         "a clear that removed nothing sent thread/goal/cleared"
     );
-    expect_requests(&world, 5).await?;
+    let requests = expect_requests(&world, 5).await?;
+    // Step 2's settle: its continuation request (after the bootstrap's) says it is a goal's.
+    let trigger = requests[1].turn_metadata()?["turn_trigger"].clone();
+    if trigger != json!("goal") {
+        ctx.drift(
+            "goal.continuation_turn_trigger",
+            trigger.clone(),
+            format!(
+                "the continuation request's x-codex-turn-metadata has turn_trigger {trigger} instead of \"goal\""
+            ),
+        );
+    }
     world.finish().await
 }
 
@@ -441,7 +452,11 @@ async fn budget_semantics(ctx: &Ctx) -> anyhow::Result<()> {
         Value::Null,
         "get tokenBudget"
     );
-    end_without_turns(world, &app, cursor, Duration::from_millis(500)).await
+    // No continuation may start. There is no event that says "none will", so this waits:
+    // a set that leaves a goal active starts its continuation at once (the settles of B1
+    // and B2), and §0.5 gives a continuation 1 s to show; B3 waits twice that after its
+    // last set, so a late continuation would be seen.
+    end_without_turns(world, &app, cursor, Duration::from_secs(2)).await
 }
 
 async fn budget_limited_kept(ctx: &Ctx) -> anyhow::Result<()> {
@@ -567,7 +582,11 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
             json!("paused"),
             "the resume's goal snapshot"
         ),
-        Err(_) => ctx.drift("thread/resume sent no thread/goal/updated snapshot of the goal"),
+        Err(_) => ctx.drift(
+            "goal.resume_snapshot",
+            json!("absent"),
+            "thread/resume sent no thread/goal/updated snapshot of the goal",
+        ),
     }
     no_turn_within(&again, 0, Duration::from_secs(1)).await?;
     let g = again.goal_get(&thread).await?;

@@ -113,14 +113,22 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
             );
         }
         Err(_) => {
+            // What the held request answers in the end is part of the drift: exactly.
             let late = match again.await {
-                Ok(v) => v.to_string(),
-                Err(e) => e.to_string(),
+                Ok(v) => json!({"result": v}),
+                Err(e) => match rpc_error(Err(e), "the late answer") {
+                    Ok(refused) => json!({"error": refused.message}),
+                    Err(e) => json!({"failure": format!("{e:#}")}),
+                },
             };
-            ctx.drift(format!(
-                "turn/interrupt of a turn that already ended interrupted got no answer while the \
-                 thread was idle (1 s); after the next turn it answered {late}"
-            ));
+            ctx.drift(
+                "turn.interrupt_after_end",
+                json!({"while_idle": "no answer within 1 s", "after_next_turn": late}),
+                format!(
+                    "turn/interrupt of a turn that already ended interrupted got no answer while the \
+                     thread was idle (1 s); after the next turn it answered {late}"
+                ),
+            );
         }
     }
     ensure_eq!(

@@ -68,11 +68,13 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
         "turn/start result status"
     );
     ensure_eq!(start["items"], json!([]), "turn/start result items");
-    if let Some(view) = start.get("itemsView") {
-        ensure_eq!(
+    // Absent is not "notLoaded": a version without the field says so as drift.
+    let view = start.get("itemsView").cloned().unwrap_or(Value::Null);
+    if view != json!("notLoaded") {
+        ctx.drift(
+            "turn.start.itemsView",
             view.clone(),
-            json!("notLoaded"),
-            "turn/start result itemsView"
+            format!("turn/start result itemsView is {view}, the catalogue says \"notLoaded\""),
         );
     }
     // The order of the lifecycle notifications (others may interleave).
@@ -128,11 +130,29 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
             done[key]
         );
     }
-    if let Some(ms) = done.get("durationMs").filter(|v| !v.is_null()) {
-        ensure!(ms.as_i64().is_some_and(|v| v >= 0), "durationMs: {ms}");
+    let ms = done.get("durationMs").cloned().unwrap_or(Value::Null);
+    if ms.is_null() {
+        ctx.drift(
+            "turn.completed.durationMs",
+            ms,
+            "turn/completed has no durationMs, the catalogue says an integer >= 0",
+        );
+    } else {
+        ensure!(ms.as_u64().is_some(), "turn/completed durationMs: {ms}");
     }
-    // Versions differ here: `[]` with notLoaded, or a summary holding the final message.
-    match done.get("itemsView").and_then(Value::as_str) {
+    // The catalogue's shape is `[]` with notLoaded; a summary holding the final message
+    // (what the upstream SDK test does not expect) is drift, its content still checked.
+    let view = done.get("itemsView").cloned().unwrap_or(Value::Null);
+    if view != json!("notLoaded") {
+        ctx.drift(
+            "turn.completed.itemsView",
+            view.clone(),
+            format!(
+                "turn/completed itemsView is {view}, the catalogue says \"notLoaded\" with items []"
+            ),
+        );
+    }
+    match view.as_str() {
         Some("summary") => {
             let texts: Vec<&str> = done["items"]
                 .as_array()

@@ -145,9 +145,11 @@ fn body(ctx: &Ctx, r: &CapturedRequest, thread: &str) -> anyhow::Result<()> {
     );
     let parallel = &b["parallel_tool_calls"];
     if *parallel != json!(true) {
-        ctx.drift(format!(
-            "body.parallel_tool_calls is {parallel}, the catalogue says true"
-        ));
+        ctx.drift(
+            "body.parallel_tool_calls",
+            parallel.clone(),
+            format!("body.parallel_tool_calls is {parallel}, the catalogue says true"),
+        );
     }
     ensure_eq!(
         r.last_user_text().as_deref(),

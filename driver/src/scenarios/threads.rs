@@ -274,10 +274,14 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         "thread/list {{archived:true}} does not name the archived thread: {archived}"
     );
     match app.thread_resume(&thread, json!({})).await {
-        Ok(resumed) => ctx.drift(format!(
-            "thread/resume of an archived thread succeeded (thread.path {})",
-            resumed["thread"]["path"]
-        )),
+        Ok(resumed) => ctx.drift(
+            "thread.resume_archived",
+            json!("resumed"),
+            format!(
+                "thread/resume of an archived thread succeeded (thread.path {})",
+                resumed["thread"]["path"]
+            ),
+        ),
         Err(e) => {
             let refused = rpc_error(Err(e), "thread/resume of an archived thread")?;
             ensure!(
