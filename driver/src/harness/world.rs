@@ -154,7 +154,12 @@ impl World {
         };
         let home = root.join("codex-home");
         let workspace = root.join("workspace");
-        for d in [&home, &workspace, &root.join("user-home")] {
+        for d in [
+            &home,
+            &workspace,
+            &root.join("user-home"),
+            &root.join("tmp"),
+        ] {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
         let sidecar = Sidecar::start(&settings.sidecar).await?;
@@ -211,13 +216,16 @@ impl World {
     }
 
     /// The command that starts `codex app-server` in this world: cleaned environment (no
-    /// `OPENAI_*` or `CODEX_*` of the caller), `HOME` inside the world, the proxy set.
+    /// `OPENAI_*` or `CODEX_*` of the caller), `HOME` and `TMPDIR` inside the world, the
+    /// proxy set. A temporary directory of its own keeps what codex stages under it (the
+    /// sandbox's mount targets and their lock) from being shared with concurrent worlds.
     pub fn command(&self, home: &Path, cwd: &Path) -> AppServerCommand {
         let mut env: Vec<(OsString, OsString)> = Vec::new();
         if let Some(path) = std::env::var_os("PATH") {
             env.push(("PATH".into(), path));
         }
         env.push(("HOME".into(), self.root.join("user-home").into()));
+        env.push(("TMPDIR".into(), self.root.join("tmp").into()));
         env.push(("CODEX_HOME".into(), home.into()));
         env.push(("MOCK_API_KEY".into(), MOCK_API_KEY.into()));
         env.push(("RUST_LOG".into(), "warn".into()));
