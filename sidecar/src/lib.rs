@@ -39,12 +39,14 @@
 //! ```
 //!
 //! Three layers, each using only the ones before it: [`wire`], the Responses wire format
-//! (event builders in [`events`], standard bodies in [`bodies`], SSE framing in [`sse`]);
-//! [`mock`], the mock itself (scripted responses in [`script`], the [`server`] with its
-//! queue and capture, [`decode`], [`pairing`], the [`captured`] view for assertions); and
-//! [`control`], steering it from another process (the JSONL [`protocol`], its typed async
-//! [`Client`], a sidecar run as a child process in [`spawn`], and the binary's main loop in
-//! [`cli`]). The modules are re-exported at the root under their own names.
+//! (event builders in [`events`], standard bodies in [`bodies`], SSE framing in [`sse`],
+//! WebSocket frames in [`ws_frames`], [`compaction`] and [`rate_limits`]); [`mock`], the mock
+//! itself (scripted responses in [`script`] with their [`timing`], WebSocket [`connection`]
+//! scripts, the [`server`] with its queue and capture, [`decode`], [`pairing`], the
+//! [`captured`] view for assertions); and [`control`], steering it from another process (the
+//! JSONL [`protocol`], its typed async [`Client`], a sidecar run as a child process in
+//! [`spawn`], and the binary's main loop in [`cli`]). The modules are re-exported at the root
+//! under their own names.
 //!
 //! ```
 //! use codex_parity_sidecar::{bodies, sse, Scripted};
@@ -59,14 +61,15 @@ pub mod mock;
 pub mod wire;
 
 pub use control::{cli, client, protocol, spawn};
-pub use mock::{captured, decode, pairing, script, server};
-pub use wire::{bodies, events, sse};
+pub use mock::{captured, connection, decode, pairing, script, server, timing};
+pub use wire::{bodies, compaction, events, rate_limits, sse, ws_frames};
 
 pub use control::client::{Client, ClientError, Ready, ShutdownReply};
 pub use control::spawn::{Ended, SidecarProcess};
 pub use mock::capture::SELECTED_HEADERS;
 pub use mock::captured::{CapturedRequest, Outcome};
-pub use mock::script::{ScriptError, Scripted, ScriptedReply, When};
+pub use mock::connection::{ConnectionScript, Handshake, Warmup};
+pub use mock::script::{Endpoint, ScriptError, Scripted, ScriptedReply, When};
 pub use mock::server::{Leftovers, RequestFilter, Server};
 pub use wire::events::{Phase, Usage};
 pub use wire::sse::SseError;

@@ -34,7 +34,7 @@ fn ready_line_carries_urls_protocol_and_pid() {
         .unwrap();
     assert!(port > 0);
     assert_eq!(ready["base_url"], format!("{server_url}/v1"));
-    assert_eq!(ready["protocol"], 1);
+    assert_eq!(ready["protocol"], 2);
     assert_eq!(ready["pid"], sidecar.child.id());
     let keys: Vec<&String> = ready.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["type", "server_url", "base_url", "protocol", "pid"]);

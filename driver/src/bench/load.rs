@@ -6,7 +6,7 @@
 //! The sidecar runs as its own process with capture on, as scenarios use it; between
 //! rounds the script is refilled (`enqueue`) and the capture emptied (`reset`), outside
 //! the measured time. The bare server runs in this process on one thread of its own, the
-//! way wiremock serves the sidecar's HTTP.
+//! way the sidecar serves its own.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -215,7 +215,7 @@ async fn client(addr: String, count: usize, body: Bytes) -> anyhow::Result<Vec<D
 }
 
 /// A minimal hyper server: reads each request body and answers the same SSE body. Like
-/// the sidecar's HTTP side (wiremock serves from one thread with a current-thread
+/// the sidecar's server (hyper on one thread with a current-thread
 /// runtime), it runs on one thread of its own, until dropped.
 struct BareServer {
     addr: SocketAddr,

@@ -218,6 +218,22 @@ async fn handle(
             server.reset().await;
             Reply::Ok
         }
+        Command::Release { gate } => {
+            let held = server.release(&gate);
+            Reply::Released { gate, held }
+        }
+        Command::WaitGate { gate, timeout_ms } => {
+            let held = server
+                .wait_gate(&gate, Duration::from_millis(timeout_ms))
+                .await;
+            Reply::Gate { gate, held }
+        }
+        Command::Websocket {
+            warmup,
+            connections,
+        } => Reply::Websocket {
+            connections: server.websocket(warmup, connections),
+        },
     };
     (reply.to_line(id), None)
 }
@@ -231,7 +247,12 @@ fn finish(server: &Server, args: &Args) -> (Reply, i32) {
     for line in leftovers.unscripted.iter() {
         eprintln!("codex-parity-sidecar: unscripted request: {line}");
     }
-    let clean = leftovers.pending.is_empty() && leftovers.unscripted.is_empty();
+    for gate in leftovers.unreleased_gates.iter() {
+        eprintln!("codex-parity-sidecar: gate never released: {gate:?}");
+    }
+    let clean = leftovers.pending.is_empty()
+        && leftovers.unscripted.is_empty()
+        && leftovers.unreleased_gates.is_empty();
     let status = if clean || args.lenient {
         0
     } else {

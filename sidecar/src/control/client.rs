@@ -30,6 +30,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use crate::control::protocol::{Command, PROTOCOL_VERSION, Reply, Status};
 use crate::mock::captured::CapturedRequest;
+use crate::mock::connection::{ConnectionScript, Warmup};
 use crate::mock::script::Scripted;
 use crate::mock::server::RequestFilter;
 
@@ -427,6 +428,48 @@ impl Client {
     /// Empties the script and the captured requests.
     pub async fn reset(&mut self) -> Result<(), ClientError> {
         self.expect_ok(&Command::Reset).await
+    }
+
+    /// Opens the gate `gate` (v2): the responses held at it go on. Returns how many were
+    /// held.
+    pub async fn release(&mut self, gate: &str) -> Result<usize, ClientError> {
+        let command = Command::Release {
+            gate: gate.to_string(),
+        };
+        match self.call(&command).await? {
+            Reply::Released { held, .. } => Ok(held),
+            other => Err(Client::wrong_reply(&command, &other)),
+        }
+    }
+
+    /// Waits until a response is held at the gate `gate`, or `timeout` passes (v2).
+    /// Returns how many are held (0 after a timeout).
+    pub async fn wait_gate(&mut self, gate: &str, timeout: Duration) -> Result<usize, ClientError> {
+        let command = Command::WaitGate {
+            gate: gate.to_string(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        match self.call(&command).await? {
+            Reply::Gate { held, .. } => Ok(held),
+            other => Err(Client::wrong_reply(&command, &other)),
+        }
+    }
+
+    /// Queues WebSocket connection scripts and sets the warm-up answer when `warmup` is
+    /// given (v2). Returns how many connection scripts wait for upgrades.
+    pub async fn websocket(
+        &mut self,
+        warmup: Option<Warmup>,
+        connections: Vec<ConnectionScript>,
+    ) -> Result<usize, ClientError> {
+        let command = Command::Websocket {
+            warmup,
+            connections,
+        };
+        match self.call(&command).await? {
+            Reply::Websocket { connections } => Ok(connections),
+            other => Err(Client::wrong_reply(&command, &other)),
+        }
     }
 
     async fn expect_ok(&mut self, command: &Command) -> Result<(), ClientError> {

@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::mock::captured::CapturedRequest;
+use crate::mock::connection::{self, ConnectionScript, Warmup};
 use crate::mock::script::{self, ScriptError, Scripted, kind_of};
 
 /// The protocol version announced in the ready line.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A command line that cannot be carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,6 +45,9 @@ pub enum ProtocolError {
     /// `enqueue` carried a bad scripted response.
     #[error("enqueue: {0}")]
     BadResponses(ScriptError),
+    /// `websocket` carried a bad connection script or warm-up mode.
+    #[error("websocket: {0}")]
+    BadConnections(ScriptError),
 }
 
 /// A command of the protocol.
@@ -76,6 +80,25 @@ pub enum Command {
     Status,
     /// Empty the script and the captured requests.
     Reset,
+    /// Open a gate (v2).
+    Release {
+        /// The gate's name.
+        gate: String,
+    },
+    /// Wait until a response waits at a gate, or `timeout_ms` (v2).
+    WaitGate {
+        /// The gate's name.
+        gate: String,
+        /// How long to wait at most.
+        timeout_ms: u64,
+    },
+    /// Queue WebSocket connection scripts and set the warm-up answer (v2).
+    Websocket {
+        /// The default warm-up answer, unchanged when `None`.
+        warmup: Option<Warmup>,
+        /// Connection scripts, taken by upgrades in order.
+        connections: Vec<ConnectionScript>,
+    },
 }
 
 impl Command {
@@ -98,6 +121,9 @@ impl Command {
             Command::Models { .. } => "models",
             Command::Status => "status",
             Command::Reset => "reset",
+            Command::Release { .. } => "release",
+            Command::WaitGate { .. } => "wait_gate",
+            Command::Websocket { .. } => "websocket",
         }
     }
 
@@ -120,6 +146,21 @@ impl Command {
             Command::Models { body } => json!({"op": "models", "body": body}),
             Command::Status => json!({"op": "status"}),
             Command::Reset => json!({"op": "reset"}),
+            Command::Release { gate } => json!({"op": "release", "gate": gate}),
+            Command::WaitGate { gate, timeout_ms } => {
+                json!({"op": "wait_gate", "gate": gate, "timeout_ms": timeout_ms})
+            }
+            Command::Websocket {
+                warmup,
+                connections,
+            } => {
+                let list: Vec<Value> = connections.iter().map(ConnectionScript::to_json).collect();
+                let mut out = json!({"op": "websocket", "connections": list});
+                if let (Some(warmup), Some(object)) = (warmup, out.as_object_mut()) {
+                    object.insert("warmup".into(), Value::from(warmup.as_str()));
+                }
+                out
+            }
         }
     }
 
@@ -177,7 +218,39 @@ fn command_of(object: &Map<String, Value>) -> Result<Command, ProtocolError> {
         }
         "status" => Ok(Command::Status),
         "reset" => Ok(Command::Reset),
+        "release" => Ok(Command::Release {
+            gate: gate_name(object, "release")?,
+        }),
+        "wait_gate" => Ok(Command::WaitGate {
+            gate: gate_name(object, "wait_gate")?,
+            timeout_ms: count(object, "wait_gate", "timeout_ms")?,
+        }),
+        "websocket" => {
+            let warmup = match object.get("warmup") {
+                None | Some(Value::Null) => None,
+                Some(value) => {
+                    Some(Warmup::from_json(value).map_err(ProtocolError::BadConnections)?)
+                }
+            };
+            let connections = match object.get("connections") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(list) => {
+                    connection::parse_list(list).map_err(ProtocolError::BadConnections)?
+                }
+            };
+            Ok(Command::Websocket {
+                warmup,
+                connections,
+            })
+        }
         other => Err(ProtocolError::UnknownOp(other.to_string())),
+    }
+}
+
+fn gate_name(object: &Map<String, Value>, op: &'static str) -> Result<String, ProtocolError> {
+    match object.get("gate") {
+        Some(Value::String(name)) if !name.is_empty() => Ok(name.clone()),
+        _ => Err(bad(op, "\"gate\" must be a non-empty string")),
     }
 }
 
@@ -248,6 +321,25 @@ pub enum Reply {
     Ok,
     /// Counters.
     Status(Status),
+    /// A gate was opened (v2).
+    Released {
+        /// The gate.
+        gate: String,
+        /// How many responses were waiting at it.
+        held: usize,
+    },
+    /// How many responses wait at a gate (v2, the `wait_gate` reply).
+    Gate {
+        /// The gate.
+        gate: String,
+        /// How many wait (0 after a timeout).
+        held: usize,
+    },
+    /// WebSocket connection scripts were queued (v2).
+    Websocket {
+        /// How many wait for upgrades now.
+        connections: usize,
+    },
     /// The command failed; the sidecar keeps serving.
     Error {
         /// What went wrong.
@@ -362,6 +454,20 @@ mod tests {
             Command::Status,
             Command::Reset,
             Command::Models { body: json!({}) },
+            Command::Release { gate: "g".into() },
+            Command::WaitGate {
+                gate: "g".into(),
+                timeout_ms: 5,
+            },
+            Command::Websocket {
+                warmup: Some(Warmup::Queue),
+                connections: vec![
+                    ConnectionScript::refuse(426).header("x-a", "1"),
+                    ConnectionScript::hang(),
+                    ConnectionScript::accept()
+                        .response(Scripted::sse(bodies::empty_response("r")).disconnect_after(1)),
+                ],
+            },
             Command::Enqueue {
                 responses: vec![Scripted::sse(bodies::empty_response("r")).delay_ms(3)],
             },

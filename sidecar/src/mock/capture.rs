@@ -3,6 +3,8 @@
 //! other way round.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -23,6 +25,25 @@ pub const SELECTED_HEADERS: [&str; 9] = [
     "x-openai-subagent",
 ];
 
+/// Which transport carried a captured request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Transport {
+    /// A plain HTTP request.
+    #[default]
+    Http,
+    /// A WebSocket upgrade request (`frame` none) or a text frame on one.
+    WebSocket,
+}
+
+/// How a response's events left, filled in while it is served.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Delivery {
+    /// When each event left, in ms since the request arrived.
+    pub events_sent_ms: Vec<f64>,
+    /// How the response ended (`completed`, `disconnected`, `client_closed`, `stalled`, …).
+    pub end: Option<&'static str>,
+}
+
 /// One received request as recorded, before it is rendered for a `requests` reply.
 #[derive(Debug, Clone)]
 pub(crate) struct Capture {
@@ -37,6 +58,18 @@ pub(crate) struct Capture {
     pub decode_error: Option<String>,
     pub received_at_ms: u64,
     pub outcome: Outcome,
+    /// When it arrived, for the event times of [`Delivery`].
+    pub started: Instant,
+    pub transport: Transport,
+    /// The WebSocket connection number (0-based, in upgrade order).
+    pub connection: Option<u64>,
+    /// The frame number within the connection (0-based), for frames.
+    pub frame: Option<u64>,
+    /// A problem with the frame's `previous_response_id`.
+    pub chain_error: Option<String>,
+    /// Whether the sidecar answered a warm-up frame by itself.
+    pub auto_warmup: bool,
+    pub delivery: Arc<Mutex<Delivery>>,
 }
 
 /// Header pairs with lower-case names, repeated names joined with `, `.
@@ -74,11 +107,54 @@ pub(crate) fn decoded_body(headers: &[(String, String)], raw: &[u8]) -> (Vec<u8>
 impl Capture {
     /// Whether this is a model request.
     pub fn is_model_request(&self) -> bool {
-        is_model_request(&self.method, &self.path)
+        match self.transport {
+            Transport::Http => is_model_request(&self.method, &self.path),
+            Transport::WebSocket => {
+                self.frame.is_some()
+                    && serde_json::from_slice::<Value>(&self.body)
+                        .ok()
+                        .and_then(|b| b.get("type").and_then(Value::as_str).map(str::to_string))
+                        .as_deref()
+                        == Some("response.create")
+            }
+        }
+    }
+
+    /// A fresh record with nothing delivered yet.
+    pub fn new(
+        method: String,
+        path: String,
+        query: Option<String>,
+        headers: Vec<(String, String)>,
+    ) -> Capture {
+        Capture {
+            index: 0,
+            method,
+            path,
+            query,
+            headers,
+            body: Vec::new(),
+            decode_error: None,
+            received_at_ms: crate::mock::server::now_ms(),
+            outcome: Outcome::Scripted,
+            started: Instant::now(),
+            transport: Transport::Http,
+            connection: None,
+            frame: None,
+            chain_error: None,
+            auto_warmup: false,
+            delivery: Arc::new(Mutex::new(Delivery::default())),
+        }
     }
 
     /// `METHOD path[?query] (index N)`, for messages.
     pub fn describe(&self) -> String {
+        if let (Some(connection), Some(frame)) = (self.connection, self.frame) {
+            return format!(
+                "WebSocket frame {frame} on connection {connection} of {} (request index {})",
+                self.path, self.index
+            );
+        }
         match &self.query {
             Some(q) => format!(
                 "{} {}?{} (request index {})",
@@ -108,7 +184,19 @@ impl Capture {
             .filter(|(name, _)| SELECTED_HEADERS.contains(&name.as_str()))
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
+        let delivery = self
+            .delivery
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone());
         CapturedRequest {
+            transport: (self.transport == Transport::WebSocket).then(|| "websocket".to_string()),
+            connection: self.connection,
+            frame: self.frame,
+            events_sent_ms: delivery.events_sent_ms,
+            stream_end: delivery.end.map(str::to_string),
+            chain_error: self.chain_error.clone(),
+            auto_warmup: self.auto_warmup,
             index: self.index,
             method: self.method.clone(),
             path: self.path.clone(),

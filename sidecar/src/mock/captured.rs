@@ -71,6 +71,28 @@ pub struct CapturedRequest {
     /// Violations of the tool-call pairing invariant (model requests only); empty when fine.
     #[serde(default)]
     pub pairing_violations: Vec<String>,
+    /// `"websocket"` for a WebSocket upgrade or frame; absent for plain HTTP (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// The WebSocket connection number, 0-based in upgrade order (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u64>,
+    /// The frame number within its connection, 0-based; absent for the upgrade itself (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<u64>,
+    /// When each event of the response left, in ms since the request arrived (v2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events_sent_ms: Vec<f64>,
+    /// How the response stream ended: `completed`, `disconnected` (scripted), `client_closed`,
+    /// `stalled` (still held when captured), `released` … (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_end: Option<String>,
+    /// A WebSocket frame naming a `previous_response_id` this connection never served (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_error: Option<String>,
+    /// The sidecar answered this warm-up frame by itself (v2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_warmup: bool,
 }
 
 /// What an accessor could not find.

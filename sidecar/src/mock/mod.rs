@@ -1,11 +1,19 @@
-//! The mock itself: scripted responses ([`script`]) in a queue, the wiremock-based
-//! [`server`] that answers from it, the capture of every request (decoded by [`decode`],
-//! viewed as [`captured`] requests) and the tool-call [`pairing`] check.
+//! The mock itself: scripted responses ([`script`], their [`timing`], WebSocket
+//! [`connection`] scripts) in a queue, the [`server`] that answers from it over [`http`] and
+//! the Responses [`websocket`], releasing events over time ([`stream`], [`gates`]); the
+//! capture of every request (decoded by [`decode`], viewed as [`captured`] requests) and the
+//! tool-call [`pairing`] check.
 
 pub(crate) mod capture;
 pub mod captured;
+pub mod connection;
 pub mod decode;
+pub(crate) mod gates;
+pub(crate) mod http;
 pub mod pairing;
 pub(crate) mod queue;
 pub mod script;
 pub mod server;
+pub(crate) mod stream;
+pub mod timing;
+pub(crate) mod websocket;

@@ -1,21 +1,46 @@
-//! The script queue: scripted responses waiting for requests, each prepared as a ready
-//! wiremock template, and the `when` routing that picks one for a request.
+//! The script queue: scripted responses waiting for requests, each prepared once (framed
+//! body, parsed headers) when queued, and the `when` routing that picks one for a request.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::sync::Arc;
 
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
 use serde_json::Value;
-use wiremock::ResponseTemplate;
 
-use crate::mock::script::{ScriptError, Scripted, ScriptedReply, When};
+use crate::mock::script::{Endpoint, ScriptError, Scripted, ScriptedReply, When};
 use crate::wire::sse;
+
+/// A scripted response ready to serve: the script plus what it sends, computed once.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// The script it came from.
+    pub scripted: Scripted,
+    /// The HTTP status.
+    pub status: u16,
+    /// The whole body (the framed SSE for an events body).
+    pub body: Bytes,
+    /// The `content-type`, if any.
+    pub content_type: Option<HeaderValue>,
+    /// The other scripted headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
 
 struct Entry {
     /// 0-based position in the order responses were scripted.
     ordinal: u64,
-    when: Option<When>,
-    template: ResponseTemplate,
+    prepared: Arc<Prepared>,
     summary: String,
+}
+
+impl Entry {
+    fn when(&self) -> Option<&When> {
+        self.prepared.scripted.when.as_ref()
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        self.prepared.scripted.endpoint
+    }
 }
 
 /// Scripted responses in the order they were queued.
@@ -43,48 +68,73 @@ impl Queue {
             .iter()
             .enumerate()
             .map(|(index, scripted)| {
-                template_for(scripted)
-                    .map(|template| (scripted, template))
-                    .map_err(|e| ScriptError::AtIndex {
-                        index,
-                        source: Box::new(e),
-                    })
+                prepare(scripted).map_err(|e| ScriptError::AtIndex {
+                    index,
+                    source: Box::new(e),
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        for (scripted, template) in prepared {
-            self.conditional += usize::from(scripted.when.is_some());
+        for prepared in prepared {
+            self.conditional += usize::from(prepared.scripted.when.is_some());
+            let summary = summary_of(&prepared.scripted);
             self.entries.push_back(Entry {
                 ordinal: self.next_ordinal,
-                when: scripted.when.clone(),
-                template,
-                summary: summary_of(scripted),
+                prepared: Arc::new(prepared),
+                summary,
             });
             self.next_ordinal += 1;
         }
         Ok(())
     }
 
-    /// Takes the response for a request: the first whose `when` it meets, else the first
-    /// without `when`. Returns its ordinal and its template.
+    /// Takes the response for a request to `endpoint`: the first whose `when` it meets, else
+    /// the first without `when`. Returns its ordinal and what to serve.
     pub fn take(
         &mut self,
+        endpoint: Endpoint,
         body: &[u8],
         headers: &[(String, String)],
-    ) -> Option<(u64, ResponseTemplate)> {
-        let specific = if self.conditional > 0 {
-            let text = String::from_utf8_lossy(body);
-            self.entries.iter().position(|e| {
-                e.when
-                    .as_ref()
+    ) -> Option<(u64, Arc<Prepared>)> {
+        let position = self.specific(endpoint, body, headers).or_else(|| {
+            self.entries
+                .iter()
+                .position(|e| e.when().is_none() && e.endpoint() == endpoint)
+        })?;
+        self.remove(position)
+    }
+
+    /// Takes only a response whose `when` the request meets (never a generic one).
+    pub fn take_specific(
+        &mut self,
+        endpoint: Endpoint,
+        body: &[u8],
+        headers: &[(String, String)],
+    ) -> Option<(u64, Arc<Prepared>)> {
+        let position = self.specific(endpoint, body, headers)?;
+        self.remove(position)
+    }
+
+    fn specific(
+        &self,
+        endpoint: Endpoint,
+        body: &[u8],
+        headers: &[(String, String)],
+    ) -> Option<usize> {
+        if self.conditional == 0 {
+            return None;
+        }
+        let text = String::from_utf8_lossy(body);
+        self.entries.iter().position(|e| {
+            e.endpoint() == endpoint
+                && e.when()
                     .is_some_and(|when| when.matches_text(&text, headers))
-            })
-        } else {
-            None
-        };
-        let position = specific.or_else(|| self.entries.iter().position(|e| e.when.is_none()))?;
+        })
+    }
+
+    fn remove(&mut self, position: usize) -> Option<(u64, Arc<Prepared>)> {
         let entry = self.entries.remove(position)?;
-        self.conditional -= usize::from(entry.when.is_some());
-        Some((entry.ordinal, entry.template))
+        self.conditional -= usize::from(entry.when().is_some());
+        Some((entry.ordinal, entry.prepared))
     }
 
     /// How many responses wait.
@@ -106,40 +156,68 @@ impl Queue {
     }
 }
 
-/// The wiremock template that serves `scripted`.
-pub(crate) fn template_for(scripted: &Scripted) -> Result<ResponseTemplate, ScriptError> {
+/// Checks `scripted` and computes what it sends.
+pub(crate) fn prepare(scripted: &Scripted) -> Result<Prepared, ScriptError> {
     scripted.validate()?;
     let (status, body, mut mime) = match &scripted.reply {
         ScriptedReply::Sse(events) => {
             let text = sse::frame(events)?;
-            (200, text.into_bytes(), "text/event-stream".to_string())
+            (
+                200,
+                Bytes::from(text),
+                Some("text/event-stream".to_string()),
+            )
         }
         ScriptedReply::HttpError { status, body } => match body {
-            Value::Null => (*status, Vec::new(), String::new()),
-            Value::String(text) => (*status, text.clone().into_bytes(), "text/plain".to_string()),
+            Value::Null => (*status, Bytes::new(), None),
+            Value::String(text) => (
+                *status,
+                Bytes::from(text.clone()),
+                Some("text/plain".to_string()),
+            ),
             json => (
                 *status,
-                json.to_string().into_bytes(),
-                "application/json".to_string(),
+                Bytes::from(json.to_string()),
+                Some("application/json".to_string()),
             ),
         },
         ScriptedReply::Raw { text, content_type } => {
-            (200, text.clone().into_bytes(), content_type.clone())
+            (200, Bytes::from(text.clone()), Some(content_type.clone()))
         }
     };
-    let mut template = ResponseTemplate::new(status);
+    let mut headers = Vec::new();
     for (name, value) in &scripted.headers {
         if name.eq_ignore_ascii_case("content-type") {
-            mime = value.clone();
+            mime = Some(value.clone());
         } else {
-            template = template.append_header(name.as_str(), value.as_str());
+            headers.push(header(name, value)?);
         }
     }
-    template = template.set_body_raw(body, &mime);
-    if scripted.delay_ms > 0 {
-        template = template.set_delay(Duration::from_millis(scripted.delay_ms));
-    }
-    Ok(template)
+    let content_type = mime
+        .map(|m| {
+            HeaderValue::from_str(&m)
+                .map_err(|_| ScriptError::Shape(format!("{m:?} is not a valid content type")))
+        })
+        .transpose()?;
+    Ok(Prepared {
+        scripted: scripted.clone(),
+        status,
+        body,
+        content_type,
+        headers,
+    })
+}
+
+/// A header pair, checked.
+pub(crate) fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), ScriptError> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| ScriptError::Shape(format!("{name:?} is not a valid header name")))?;
+    let value = HeaderValue::from_str(value).map_err(|_| {
+        ScriptError::Shape(format!(
+            "header {name}: {value:?} is not a valid header value"
+        ))
+    })?;
+    Ok((name, value))
 }
 
 fn summary_of(scripted: &Scripted) -> String {
@@ -153,6 +231,10 @@ fn summary_of(scripted: &Scripted) -> String {
         }
         ScriptedReply::HttpError { status, .. } => format!("HTTP {status}"),
         ScriptedReply::Raw { text, .. } => format!("raw body {:?}", sse::shorten(text, 60)),
+    };
+    let what = match scripted.endpoint {
+        Endpoint::Compact => format!("{what} for …/responses/compact"),
+        Endpoint::Responses => what,
     };
     match &scripted.when {
         Some(when) => format!("{what} when {}", when.to_json()),
@@ -174,7 +256,8 @@ mod tests {
     }
 
     fn id_of(q: &mut Queue, body: &[u8], headers: &[(String, String)]) -> Option<u64> {
-        q.take(body, headers).map(|(ordinal, _)| 501 + ordinal)
+        q.take(Endpoint::Responses, body, headers)
+            .map(|(ordinal, _)| 501 + ordinal)
     }
 
     #[test]

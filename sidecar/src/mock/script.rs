@@ -14,10 +14,11 @@
 //! assert_eq!(Scripted::from_json(&slow.to_json()).unwrap(), slow);
 //! ```
 
+use http::{HeaderName, HeaderValue};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
-use wiremock::http::{HeaderName, HeaderValue};
 
+use crate::mock::timing::{self, Gaps, Timing};
 use crate::wire::sse;
 
 /// A scripted response that cannot be used, with what is wrong.
@@ -65,6 +66,16 @@ pub enum ScriptedReply {
         /// Its `content-type`.
         content_type: String,
     },
+}
+
+/// Which endpoint a scripted response answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Endpoint {
+    /// Model requests: `POST …/responses` and WebSocket `response.create` frames.
+    #[default]
+    Responses,
+    /// `POST …/responses/compact` (remote compaction v1).
+    Compact,
 }
 
 /// A condition on the request that a scripted response waits for; every part must hold.
@@ -181,6 +192,10 @@ pub struct Scripted {
     pub headers: Vec<(String, String)>,
     /// The condition a request must meet to take this response; `None` takes any request.
     pub when: Option<When>,
+    /// How the events are released over time (SSE bodies only; v2).
+    pub timing: Timing,
+    /// Which endpoint this response answers (v2).
+    pub endpoint: Endpoint,
 }
 
 impl Scripted {
@@ -190,7 +205,73 @@ impl Scripted {
             delay_ms: 0,
             headers: Vec::new(),
             when: None,
+            timing: Timing::default(),
+            endpoint: Endpoint::Responses,
         }
+    }
+
+    /// A `200 application/json` answer to `POST …/responses/compact` with this body (see
+    /// [`crate::wire::compaction::compact_body`]).
+    ///
+    /// ```
+    /// use codex_parity_sidecar::{compaction, Scripted};
+    /// let body = compaction::compact_body(vec![compaction::item("cmp_1", "SUMMARY")]);
+    /// let s = Scripted::compact(body);
+    /// assert_eq!(s.to_json()["endpoint"], "compact");
+    /// ```
+    pub fn compact(body: Value) -> Self {
+        let mut scripted = Scripted::new(ScriptedReply::HttpError { status: 200, body });
+        scripted.endpoint = Endpoint::Compact;
+        scripted
+    }
+
+    /// Waits `ms` before every event.
+    pub fn gap_ms(mut self, ms: u64) -> Self {
+        self.timing.gaps = Gaps::All(ms);
+        self
+    }
+
+    /// Waits `gaps[i]` ms before event `i` (one gap per event).
+    pub fn gaps_ms(mut self, gaps: Vec<u64>) -> Self {
+        self.timing.gaps = Gaps::Each(gaps);
+        self
+    }
+
+    /// After `n` events, sends nothing more until the client closes (or [`Scripted::stall_gate`]
+    /// is released).
+    pub fn stall_after(mut self, n: usize) -> Self {
+        self.timing.stall_after = Some(n);
+        self
+    }
+
+    /// Names the gate whose release ends the stall.
+    pub fn stall_gate(mut self, name: &str) -> Self {
+        self.timing.stall_gate = Some(name.to_string());
+        self
+    }
+
+    /// After `n` events, closes the connection without finishing the response.
+    pub fn disconnect_after(mut self, n: usize) -> Self {
+        self.timing.disconnect_after = Some(n);
+        self
+    }
+
+    /// `ms` after the response started, closes the connection wherever it is.
+    pub fn disconnect_after_ms(mut self, ms: u64) -> Self {
+        self.timing.disconnect_after_ms = Some(ms);
+        self
+    }
+
+    /// Holds event `index` and every later one until gate `name` is released.
+    pub fn gate(mut self, name: &str, index: usize) -> Self {
+        self.timing.gates.push((name.to_string(), index));
+        self
+    }
+
+    /// Serves this response to `POST …/responses/compact` instead of model requests.
+    pub fn for_compact(mut self) -> Self {
+        self.endpoint = Endpoint::Compact;
+        self
     }
 
     /// A 200 SSE body of these events.
@@ -274,10 +355,16 @@ impl Scripted {
         let mut out = Map::new();
         match &self.reply {
             ScriptedReply::Sse(events) => {
-                if self.delay_ms == 0 && self.headers.is_empty() && self.when.is_none() {
+                if self.delay_ms == 0
+                    && self.headers.is_empty()
+                    && self.when.is_none()
+                    && self.timing.is_immediate()
+                    && self.endpoint == Endpoint::Responses
+                {
                     return Value::Array(events.clone());
                 }
                 out.insert("events".into(), Value::Array(events.clone()));
+                self.timing.write_into(&mut out);
             }
             ScriptedReply::HttpError { status, body } => {
                 out.insert("status".into(), Value::from(*status));
@@ -298,6 +385,9 @@ impl Scripted {
         }
         if let Some(when) = &self.when {
             out.insert("when".into(), when.to_json());
+        }
+        if self.endpoint == Endpoint::Compact {
+            out.insert("endpoint".into(), Value::from("compact"));
         }
         Value::Object(out)
     }
@@ -324,10 +414,21 @@ impl Scripted {
             .into_iter()
             .filter(|k| object.contains_key(*k))
             .collect();
+        let timed: Vec<&str> = ["events", "delay_ms", "headers", "when", "endpoint"]
+            .into_iter()
+            .chain(timing::KEYS)
+            .collect();
         let allowed: &[&str] = match forms.as_slice() {
-            ["events"] => &["events", "delay_ms", "headers", "when"],
-            ["status"] => &["status", "body", "delay_ms", "headers", "when"],
-            ["raw"] => &["raw", "content_type", "delay_ms", "headers", "when"],
+            ["events"] => &timed,
+            ["status"] => &["status", "body", "delay_ms", "headers", "when", "endpoint"],
+            ["raw"] => &[
+                "raw",
+                "content_type",
+                "delay_ms",
+                "headers",
+                "when",
+                "endpoint",
+            ],
             [] => {
                 return Err(shape(
                     "a scripted response object needs one of \"events\", \"status\" or \"raw\"",
@@ -386,19 +487,44 @@ impl Scripted {
             Some(v) => parse_headers(v, "headers")?,
         };
         let when = object.get("when").map(When::from_json).transpose()?;
+        let timing = if forms[0] == "events" {
+            Timing::take_from(&mut object.clone()).map_err(ScriptError::Shape)?
+        } else {
+            Timing::default()
+        };
+        let endpoint = match object.get("endpoint") {
+            None | Some(Value::Null) => Endpoint::Responses,
+            Some(Value::String(s)) if s == "responses" => Endpoint::Responses,
+            Some(Value::String(s)) if s == "compact" => Endpoint::Compact,
+            Some(other) => {
+                return Err(shape(format!(
+                    "\"endpoint\" must be \"responses\" or \"compact\", not {other}"
+                )));
+            }
+        };
         Ok(Scripted {
             reply,
             delay_ms,
             headers,
             when,
+            timing,
+            endpoint,
         })
     }
 
     /// Checks what would otherwise fail when the response is served.
     pub fn validate(&self) -> Result<(), ScriptError> {
+        if !matches!(self.reply, ScriptedReply::Sse(_)) && !self.timing.is_immediate() {
+            return Err(shape(
+                "gaps, stalls, disconnects and gates apply to \"events\" bodies only",
+            ));
+        }
         match &self.reply {
             ScriptedReply::Sse(events) => {
                 sse::check(events)?;
+                self.timing
+                    .check(events.len())
+                    .map_err(ScriptError::Shape)?;
             }
             ScriptedReply::HttpError { status, .. } => {
                 if !(100..=999).contains(status) {

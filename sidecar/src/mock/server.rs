@@ -1,6 +1,6 @@
-//! The mock Responses server: wiremock on a loopback port with one catch-all responder that
-//! captures every request and answers it from the script queue, the models body, or with the
-//! "no scripted response was left" 500.
+//! The mock Responses server: one loopback listener served by hyper on its own thread
+//! ([`crate::mock::http`] for HTTP, [`crate::mock::websocket`] for the Responses WebSocket),
+//! with one script queue, one capture journal and the gate registry shared by both.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -16,16 +16,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
+use std::collections::VecDeque;
 
+use anyhow::Context;
+use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::control::protocol::{Status, push_id};
-use crate::mock::capture::{Capture, decoded_body, is_model_request, merge_headers};
+use crate::mock::capture::{Capture, is_model_request};
 use crate::mock::captured::{CapturedRequest, Outcome};
+use crate::mock::connection::{ConnectionScript, Warmup};
+use crate::mock::gates::Gates;
 use crate::mock::queue::Queue;
 use crate::mock::script::{ScriptError, Scripted};
 
@@ -51,96 +53,177 @@ pub struct Leftovers {
     pub pending: Vec<String>,
     /// One line per request that got no scripted response.
     pub unscripted: Vec<String>,
+    /// Gates that scripted responses declared and no `release` opened.
+    pub unreleased_gates: Vec<String>,
 }
 
-struct State {
-    queue: Queue,
-    captured: Vec<Arc<Capture>>,
-    models: ResponseTemplate,
+/// Everything the serving side and the commands share, behind one lock.
+pub(crate) struct State {
+    pub queue: Queue,
+    pub captured: Vec<Arc<Capture>>,
+    pub models: Bytes,
+    /// Connection scripts waiting for upgrades.
+    pub connections: VecDeque<ConnectionScript>,
+    /// How warm-ups are answered when a connection's script does not say.
+    pub warmup: Warmup,
+    /// The number the next WebSocket connection gets.
+    pub next_connection: u64,
 }
 
-struct Shared {
+/// The state plus its notifications.
+pub(crate) struct Shared {
     state: Mutex<State>,
-    arrived: Notify,
+    /// Signalled whenever a request is captured.
+    pub arrived: Notify,
+    pub gates: Gates,
+    /// Signalled when the server stops, to end hung upgrades and held streams.
+    pub stopping: Notify,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves consistent data behind; keep serving.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
 
-fn models_template(body: &Value) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.to_string(), "application/json")
-}
-
-/// Mounts the catch-all responder.
-async fn mount(mock: &MockServer, shared: &Arc<Shared>) {
-    Mock::given(any())
-        .respond_with(Responder {
-            shared: Arc::clone(shared),
-        })
-        .mount(mock)
-        .await;
+    /// Numbers `capture`, lets `answer` pick its reply under the same lock (so arrival order
+    /// and queue order agree), stores the capture and wakes waiters.
+    pub fn record<T>(
+        &self,
+        mut capture: Capture,
+        answer: impl FnOnce(&mut State, &mut Capture) -> T,
+    ) -> (Arc<Capture>, T) {
+        let mut state = self.lock();
+        capture.index = state.captured.len() as u64;
+        let reply = answer(&mut state, &mut capture);
+        let capture = Arc::new(capture);
+        state.captured.push(Arc::clone(&capture));
+        drop(state);
+        self.arrived.notify_waiters();
+        (capture, reply)
+    }
 }
 
 /// A running mock; dropping it stops the server (and, after [`Server::verify_on_drop`],
 /// panics if scripted responses were left over or requests were unscripted).
 pub struct Server {
     shared: Arc<Shared>,
-    mock: MockServer,
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     verify_on_drop: AtomicBool,
 }
 
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.shared.stopping.notify_waiters();
+        if !self.verify_on_drop.load(Ordering::SeqCst) || std::thread::panicking() {
+            return;
+        }
+        if let Err(leftovers) = self.verify() {
+            panic!("the mock server is dropped with leftovers:\n{leftovers}");
+        }
+    }
+}
+
 impl Server {
-    /// Binds `host:port` (port 0 picks a free one) and starts serving.
+    /// Binds `host:port` (port 0 picks a free one) and starts serving on a thread of its own.
     pub async fn start(host: &str, port: u16) -> anyhow::Result<Server> {
         let listener = TcpListener::bind((host, port))
             .with_context(|| format!("cannot listen on {host}:{port}"))?;
+        let address = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
+        listener
+            .set_nonblocking(true)
+            .context("cannot make the listener non-blocking")?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: Queue::default(),
                 captured: Vec::new(),
-                models: models_template(&json!({"models": []})),
+                models: Bytes::from(json!({"models": []}).to_string()),
+                connections: VecDeque::new(),
+                warmup: Warmup::Auto,
+                next_connection: 0,
             }),
             arrived: Notify::new(),
+            gates: Gates::default(),
+            stopping: Notify::new(),
         });
-        let mock = MockServer::builder()
-            .listener(listener)
-            .disable_request_recording()
-            .start()
-            .await;
-        mount(&mock, &shared).await;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let (started, ready) = tokio::sync::oneshot::channel();
+        let serving = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("sidecar-server".into())
+            .spawn(move || crate::mock::http::run_thread(listener, serving, stopped, started))
+            .context("cannot start the server thread")?;
+        ready
+            .await
+            .context("the server thread ended before serving")?
+            .context("cannot serve")?;
         Ok(Server {
             shared,
-            mock,
+            url: format!("http://{address}"),
+            stop: Some(stop),
             verify_on_drop: AtomicBool::new(false),
         })
     }
 
     /// `http://HOST:PORT`.
     pub fn server_url(&self) -> String {
-        self.mock.uri()
+        self.url.clone()
     }
 
     /// `http://HOST:PORT/v1`, the provider base URL for codex.
     pub fn base_url(&self) -> String {
-        format!("{}/v1", self.mock.uri())
+        format!("{}/v1", self.url)
     }
 
     /// Queues responses after those already waiting; all or none (an error names the index).
     pub fn enqueue(&self, responses: &[Scripted]) -> Result<usize, ScriptError> {
         let mut state = self.shared.lock();
         state.queue.push_all(responses)?;
+        self.shared.gates.declare(
+            responses
+                .iter()
+                .flat_map(|r| r.timing.gates.iter().map(|(name, _)| name.as_str())),
+        );
         Ok(state.queue.len())
+    }
+
+    /// Queues WebSocket connection scripts (taken by upgrades in order) and sets the default
+    /// warm-up answer when given; returns how many connection scripts wait.
+    pub fn websocket(&self, warmup: Option<Warmup>, connections: Vec<ConnectionScript>) -> usize {
+        let mut state = self.shared.lock();
+        if let Some(warmup) = warmup {
+            state.warmup = warmup;
+        }
+        self.shared.gates.declare(connections.iter().flat_map(|c| {
+            c.responses
+                .iter()
+                .flat_map(|r| r.timing.gates.iter().map(|(name, _)| name.as_str()))
+        }));
+        state.connections.extend(connections);
+        state.connections.len()
+    }
+
+    /// Opens gate `name` (remembered until `reset`); returns how many responses waited at it.
+    pub fn release(&self, name: &str) -> usize {
+        self.shared.gates.release(name)
+    }
+
+    /// Waits until a response waits at gate `name` or `timeout` passes; returns how many wait.
+    pub async fn wait_gate(&self, name: &str, timeout: Duration) -> usize {
+        self.shared.gates.wait_held(name, timeout).await
     }
 
     /// Sets the body that `GET …/models` answers.
     pub fn set_models(&self, body: &Value) {
-        self.shared.lock().models = models_template(body);
+        self.shared.lock().models = Bytes::from(body.to_string());
     }
 
     /// The counters of the `status` reply.
@@ -162,10 +245,10 @@ impl Server {
             let mut state = self.shared.lock();
             state.queue.clear();
             state.captured = Vec::new();
+            state.connections.clear();
+            state.next_connection = 0;
         }
-        // wiremock keeps a copy of every request a mock matched; remounting drops them.
-        self.mock.reset().await;
-        mount(&self.mock, &self.shared).await;
+        self.shared.gates.clear();
     }
 
     /// The records matching `filter` (shared, so the lock is held only to copy pointers).
@@ -222,8 +305,11 @@ impl Server {
     /// Queued responses never served and requests that got no scripted response.
     pub fn leftovers(&self) -> Leftovers {
         let state = self.shared.lock();
+        let mut pending = state.queue.describe_pending();
+        pending.extend(state.connections.iter().map(ConnectionScript::describe));
         Leftovers {
-            pending: state.queue.describe_pending(),
+            unreleased_gates: self.shared.gates.unreleased(),
+            pending,
             unscripted: state
                 .captured
                 .iter()
@@ -243,7 +329,7 @@ impl Server {
             .collect()
     }
 
-    /// Every captured request (any method and path), in arrival order.
+    /// Every captured request (any method and path, any transport), in arrival order.
     pub fn received_requests(&self) -> Vec<CapturedRequest> {
         self.requests(RequestFilter {
             since: 0,
@@ -252,8 +338,8 @@ impl Server {
     }
 
     /// From now on, dropping the server panics (unless the thread is already panicking)
-    /// when [`Server::leftovers`] is not empty: scripted responses never served or requests
-    /// that got no scripted response.
+    /// when [`Server::leftovers`] is not empty: scripted responses never served, requests
+    /// that got no scripted response, or gates never released.
     pub fn verify_on_drop(&self) -> &Self {
         self.verify_on_drop.store(true, Ordering::SeqCst);
         self
@@ -270,26 +356,16 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if !self.verify_on_drop.load(Ordering::SeqCst) || std::thread::panicking() {
-            return;
-        }
-        if let Err(leftovers) = self.verify() {
-            panic!("the mock server is dropped with leftovers:\n{leftovers}");
-        }
-    }
-}
-
 impl Leftovers {
     /// Whether nothing was left over.
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty() && self.unscripted.is_empty()
+        self.pending.is_empty() && self.unscripted.is_empty() && self.unreleased_gates.is_empty()
     }
 }
 
 impl std::fmt::Display for Leftovers {
-    /// One line per leftover: `never served: …` and `unscripted request: …`.
+    /// One line per leftover: `never served: …`, `unscripted request: …` and
+    /// `gate never released: …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for line in &self.pending {
             writeln!(f, "never served: {line}")?;
@@ -297,88 +373,33 @@ impl std::fmt::Display for Leftovers {
         for line in &self.unscripted {
             writeln!(f, "unscripted request: {line}")?;
         }
+        for gate in &self.unreleased_gates {
+            writeln!(f, "gate never released: {gate}")?;
+        }
         Ok(())
     }
 }
 
-struct Responder {
-    shared: Arc<Shared>,
+/// The 500 body an unscripted request gets: an OpenAI-style error carrying `message`.
+pub(crate) fn unscripted_body(message: &str) -> Value {
+    json!({"error": {
+        "message": message,
+        "type": "unscripted_request",
+        "param": null,
+        "code": "unscripted_request"
+    }})
 }
 
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let method = request.method.as_str().to_string();
-        let path = request.url.path().to_string();
-        let headers = merge_headers(
-            request
-                .headers
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_bytes())),
-        );
-        let (body, decode_error) = decoded_body(&headers, &request.body);
-        let mut capture = Capture {
-            index: 0,
-            method,
-            path,
-            query: request.url.query().map(str::to_string),
-            headers,
-            body,
-            decode_error,
-            received_at_ms: now_ms(),
-            outcome: Outcome::Scripted,
-        };
-        let mut state = self.shared.lock();
-        capture.index = state.captured.len() as u64;
-        let answer = if capture.is_model_request() {
-            state
-                .queue
-                .take(&capture.body, &capture.headers)
-                .map(|(_, t)| t)
-        } else if capture.method == "GET" && capture.path.ends_with("/models") {
-            Some(state.models.clone())
-        } else {
-            None
-        };
-        let (template, log) = match answer {
-            Some(template) => (template, None),
-            None => {
-                capture.outcome = Outcome::Unscripted;
-                let message = unscripted_message(&capture, state.queue.len());
-                (unscripted_response(&message), Some(message))
-            }
-        };
-        state.captured.push(Arc::new(capture));
-        drop(state);
-        self.shared.arrived.notify_waiters();
-        // Log only after the lock is released: a slow stderr must not stall other requests.
-        if let Some(message) = log {
-            eprintln!("{message}");
-        }
-        template
-    }
-}
-
-/// The 500 an unscripted request gets: an OpenAI-style error carrying `message`.
-fn unscripted_response(message: &str) -> ResponseTemplate {
-    ResponseTemplate::new(500).set_body_raw(
-        json!({"error": {
-            "message": message,
-            "type": "unscripted_request",
-            "param": null,
-            "code": "unscripted_request"
-        }})
-        .to_string(),
-        "application/json",
-    )
-}
-
-fn unscripted_message(capture: &Capture, pending: usize) -> String {
+/// The message naming an unscripted request (also logged on stderr).
+pub(crate) fn unscripted_message(capture: &Capture, pending: usize) -> String {
     let head = format!(
         "codex-parity-sidecar: no scripted response was left for {}",
         capture.describe()
     );
-    if !is_model_request(&capture.method, &capture.path) {
-        format!("{head}; only POST …/responses and GET …/models are answered")
+    if capture.frame.is_none() && !is_model_request(&capture.method, &capture.path) {
+        format!(
+            "{head}; only POST …/responses, POST …/responses/compact, GET …/responses (WebSocket) and GET …/models are answered"
+        )
     } else if pending > 0 {
         format!("{head}; {pending} queued response(s) wait for requests meeting their \"when\"")
     } else {
@@ -386,7 +407,8 @@ fn unscripted_message(capture: &Capture, pending: usize) -> String {
     }
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
