@@ -157,7 +157,9 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
             ensure_eq!(
                 item["status"],
                 json!("completed"),
-                "commandExecution status"
+                "commandExecution status (exit code {}, output {})",
+                item["exitCode"],
+                item["aggregatedOutput"]
             );
             ensure_eq!(item["exitCode"], json!(0), "commandExecution exitCode");
             ensure!(
