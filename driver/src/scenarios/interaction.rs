@@ -8,12 +8,15 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
+use tokio::time::error::Elapsed;
 
 use super::{expect_requests, requests_arrived, rpc_error, setup};
+use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::World;
 use crate::scenario;
 use crate::scenarios::support::png;
 
@@ -82,16 +85,7 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = wait_turn(&app, started, Duration::from_secs(1))
         .await
         .context("the interrupted turn did not end within 1 s of turn/interrupt")?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Interrupted,
-        "turn status"
-    );
-    ensure!(
-        turn.agent_messages().is_empty(),
-        "the interrupted turn got a message: {:?}",
-        turn.agent_messages()
-    );
+    check_interrupted(&turn)?;
     // Interrupting the turn again, now that it has ended: "no active turn to interrupt".
     let again = app.turn_interrupt(&thread, &turn_id);
     tokio::pin!(again);
@@ -103,6 +97,33 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
+    check_interrupt_after_end(ctx, idle_answer, again).await?;
+    check_after_interrupt(&world, &second, &turn_id).await?;
+    world.finish().await
+}
+
+/// Asserts the interrupted turn ended `interrupted` with no agent message.
+fn check_interrupted(turn: &Turn) -> anyhow::Result<()> {
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Interrupted,
+        "turn status"
+    );
+    ensure!(
+        turn.agent_messages().is_empty(),
+        "the interrupted turn got a message: {:?}",
+        turn.agent_messages()
+    );
+    Ok(())
+}
+
+/// Judges the answer to interrupting the ended turn: refused while the thread was idle
+/// (`idle_answer`), else drift with what the held request (`again`) answered in the end.
+async fn check_interrupt_after_end(
+    ctx: &Ctx,
+    idle_answer: Result<Result<Value, CallError>, Elapsed>,
+    again: impl Future<Output = Result<Value, CallError>>,
+) -> anyhow::Result<()> {
     match idle_answer {
         Ok(answer) => {
             let refused = rpc_error(answer, "turn/interrupt of the ended turn")?;
@@ -131,6 +152,11 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Asserts the turn after the interrupt: a new turn that completed, and the request it sent.
+async fn check_after_interrupt(world: &World, second: &Turn, turn_id: &str) -> anyhow::Result<()> {
     ensure_eq!(
         second.status,
         crate::app_server::turn::TurnStatus::Completed,
@@ -142,13 +168,13 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         "after interrupt",
         "second turn final response"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = expect_requests(world, 2).await?;
     ensure_eq!(
         requests[1].last_user_text(),
         Some("second prompt".to_string()),
         "last user text of request 2"
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
