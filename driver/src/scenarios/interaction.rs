@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::time::error::Elapsed;
 
 use super::{expect_requests, requests_arrived, rpc_error, setup};
+use crate::app_server::AppServer;
 use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
@@ -193,21 +194,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     let turn_id = started.id.clone();
     requests_arrived(&world, 1, Duration::from_secs(10)).await?;
-    let wrong = rpc_error(
-        app.turn_steer(&thread, "not-the-running-turn", vec![text("ignored")])
-            .await,
-        "turn/steer with a wrong expectedTurnId",
-    )?;
-    ensure_eq!(
-        wrong.code,
-        RpcError::INVALID_REQUEST,
-        "error code of a steer with a wrong expectedTurnId"
-    );
-    ensure!(
-        wrong.message.contains(&turn_id),
-        "a steer with a wrong expectedTurnId does not name the running turn: {}",
-        wrong.message
-    );
+    refuse_wrong_turn(&app, &thread, &turn_id).await?;
     let answer = app
         .turn_steer(&thread, &turn_id, vec![text("also mention bananas")])
         .await
@@ -225,6 +212,35 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "final response of the steered turn"
     );
     let requests = expect_requests(&world, 2).await?;
+    check_steered_requests(&requests, &turn_id)?;
+    check_steer_after_end(&app, &thread, &turn_id).await?;
+    world.finish().await
+}
+
+/// Steers with an `expectedTurnId` that is not the running turn's: refused, naming the running
+/// turn.
+async fn refuse_wrong_turn(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
+    let wrong = rpc_error(
+        app.turn_steer(thread, "not-the-running-turn", vec![text("ignored")])
+            .await,
+        "turn/steer with a wrong expectedTurnId",
+    )?;
+    ensure_eq!(
+        wrong.code,
+        RpcError::INVALID_REQUEST,
+        "error code of a steer with a wrong expectedTurnId"
+    );
+    ensure!(
+        wrong.message.contains(turn_id),
+        "a steer with a wrong expectedTurnId does not name the running turn: {}",
+        wrong.message
+    );
+    Ok(())
+}
+
+/// Asserts the steered turn's requests: the steer as the last user text, the original prompt
+/// kept, and the one turn's id in every request's turn metadata.
+fn check_steered_requests(requests: &[CapturedRequest], turn_id: &str) -> anyhow::Result<()> {
     ensure_eq!(
         requests[1].last_user_text(),
         Some("also mention bananas".to_string()),
@@ -237,7 +253,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
             .any(|t| t == "write a fruit list"),
         "request 2 lost the original prompt"
     );
-    for r in &requests {
+    for r in requests {
         ensure_eq!(
             metadata_turn_id(r)?,
             turn_id,
@@ -245,6 +261,11 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
             r.index
         );
     }
+    Ok(())
+}
+
+/// Asserts the steer made no turn of its own, then that steering the ended turn is refused.
+async fn check_steer_after_end(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
     let turn_starts = app
         .messages()
         .iter()
@@ -252,7 +273,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         .count();
     ensure_eq!(turn_starts, 1, "turn/started notifications");
     let idle = rpc_error(
-        app.turn_steer(&thread, &turn_id, vec![text("too late")])
+        app.turn_steer(thread, turn_id, vec![text("too late")])
             .await,
         "turn/steer with no running turn",
     )?;
@@ -261,7 +282,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "turn/steer with no running turn: {}",
         idle.message
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
