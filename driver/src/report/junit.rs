@@ -9,7 +9,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::matrix::Matrix;
+use super::matrix::{Entry, Matrix};
 use super::{escape, escape_attr};
 use crate::harness::outcome::Outcome;
 
@@ -52,41 +52,7 @@ pub fn render(matrix: &Matrix) -> String {
         }
         suites.push_str("    </properties>\n");
         for e in entries {
-            let _ = write!(
-                suites,
-                r#"    <testcase name="{}" classname="{}" time="{}""#,
-                escape(&e.scenario),
-                escape(&e.codex),
-                seconds(e.duration)
-            );
-            match &e.outcome {
-                Outcome::Passed => suites.push_str("/>\n"),
-                Outcome::Failed(reason) => {
-                    let first = reason.lines().next().unwrap_or("");
-                    let _ = writeln!(
-                        suites,
-                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                        escape_attr(first),
-                        escape(reason)
-                    );
-                }
-                Outcome::NotApplicable(reason) => {
-                    let _ = writeln!(
-                        suites,
-                        ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                        escape_attr(reason)
-                    );
-                }
-                // Known drift passes (as the baseline expects); a property says which kind,
-                // so a CI dashboard can tell drift that contradicts the claim apart.
-                Outcome::Drift(notes) => drift_case(&mut suites, "drift", "known drift", notes),
-                Outcome::Contradicts(notes) => drift_case(
-                    &mut suites,
-                    "contradicts",
-                    "known drift that contradicts the scenario's headline claim",
-                    notes,
-                ),
-            }
+            write_case(&mut suites, e);
         }
         suites.push_str("  </testsuite>\n");
     }
@@ -96,6 +62,45 @@ pub fn render(matrix: &Matrix) -> String {
          {suites}</testsuites>\n",
         seconds(time)
     )
+}
+
+/// One `<testcase>`: empty when passed, else holding its failure, its skip or its drift.
+fn write_case(suites: &mut String, e: &Entry) {
+    let _ = write!(
+        suites,
+        r#"    <testcase name="{}" classname="{}" time="{}""#,
+        escape(&e.scenario),
+        escape(&e.codex),
+        seconds(e.duration)
+    );
+    match &e.outcome {
+        Outcome::Passed => suites.push_str("/>\n"),
+        Outcome::Failed(reason) => {
+            let first = reason.lines().next().unwrap_or("");
+            let _ = writeln!(
+                suites,
+                ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                escape_attr(first),
+                escape(reason)
+            );
+        }
+        Outcome::NotApplicable(reason) => {
+            let _ = writeln!(
+                suites,
+                ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                escape_attr(reason)
+            );
+        }
+        // Known drift passes (as the baseline expects); a property says which kind,
+        // so a CI dashboard can tell drift that contradicts the claim apart.
+        Outcome::Drift(notes) => drift_case(suites, "drift", "known drift", notes),
+        Outcome::Contradicts(notes) => drift_case(
+            suites,
+            "contradicts",
+            "known drift that contradicts the scenario's headline claim",
+            notes,
+        ),
+    }
 }
 
 /// The end of a passing case with drift: a `parity.status` property (`drift` or

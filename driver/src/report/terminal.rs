@@ -96,6 +96,18 @@ pub fn render(matrix: &Matrix) -> String {
             matrix.rows.len() * matrix.columns.len()
         );
     }
+    let notes = notes(matrix);
+    if !notes.is_empty() {
+        out.push('\n');
+        out.push_str(&notes);
+    }
+    write_total_line(&mut out, matrix);
+    out
+}
+
+/// One line per failure (first line of its reason), not-applicable reason and drift (known or
+/// contradicting).
+fn notes(matrix: &Matrix) -> String {
     let mut notes = String::new();
     for e in &matrix.entries {
         let cell = format!("{}[{}]", e.scenario, e.codex);
@@ -120,10 +132,12 @@ pub fn render(matrix: &Matrix) -> String {
             Outcome::Passed => {}
         }
     }
-    if !notes.is_empty() {
-        out.push('\n');
-        out.push_str(&notes);
-    }
+    notes
+}
+
+/// The last line: how many cells passed, drifted (known or contradicting), failed or did not
+/// apply.
+fn write_total_line(out: &mut String, matrix: &Matrix) {
     let (mut passed, mut drift, mut contradicts, mut failed, mut skipped) = (0, 0, 0, 0, 0);
     for e in &matrix.entries {
         match e.outcome {
@@ -140,7 +154,6 @@ pub fn render(matrix: &Matrix) -> String {
         out,
         "\ntotal: {passed} passed, {drift} known drift, {contradicts} contradicting drift, {failed} failed, {skipped} skipped"
     );
-    out
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //! an approval request before it runs a command or applies a patch; the client's decision
 //! decides whether it happens, and the model hears the result either way.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, ensure};
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
@@ -152,6 +154,15 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
     let item = items[0];
     ensure_eq!(item["id"], request["itemId"], "the approved item's id");
     let file = world.workspace.join("approved.txt");
+    check_command_effect(item, decision, &file)?;
+    ensure_eq!(turn.final_response(), "ok", "final response");
+    let requests = expect_requests(&world, 2).await?;
+    check_command_output(&requests, decision)?;
+    world.finish().await
+}
+
+/// Asserts the command's item and the workspace as the decision has them: run, or not run.
+fn check_command_effect(item: &Value, decision: Decision, file: &Path) -> anyhow::Result<()> {
     match decision {
         Decision::Accept => {
             ensure_eq!(
@@ -177,8 +188,11 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
             );
         }
     }
-    ensure_eq!(turn.final_response(), "ok", "final response");
-    let requests = expect_requests(&world, 2).await?;
+    Ok(())
+}
+
+/// Asserts the command's output sent back to the model says it ran exactly when accepted.
+fn check_command_output(requests: &[CapturedRequest], decision: Decision) -> anyhow::Result<()> {
     let output = requests[1]
         .function_call_output_text("call-ap-1")
         .context("request 2 has no text output for call-ap-1")?;
@@ -188,7 +202,7 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         "request 2's output for call-ap-1 does not match the {} decision: {output}",
         decision.as_str()
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn untrusted_in_config(ctx: &Ctx) -> anyhow::Result<()> {

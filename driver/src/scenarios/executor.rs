@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::bodies;
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events::{self, Phase};
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ use super::{
     recorded, setup, setup_with,
 };
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -446,14 +447,28 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
         crate::app_server::turn::TurnStatus::Completed,
         "turn status"
     );
-    let calls = recorded(&calls);
+    check_tool_call(&recorded(&calls), &thread, &turn.id)?;
+    check_tool_items(&turn)?;
+    ensure_eq!(turn.final_response(), "42", "final response");
+    let requests = expect_requests(&world, 2).await?;
+    check_tool_requests(&requests, &schema)?;
+    world.finish().await
+}
+
+/// Asserts the one `item/tool/call` request codex sent the client for the dynamic tool.
+fn check_tool_call(calls: &[Value], thread: &str, turn_id: &str) -> anyhow::Result<()> {
     ensure_eq!(calls.len(), 1, "item/tool/call requests");
     let call = &calls[0];
     ensure_eq!(call["callId"], json!("call-1"), "item/tool/call callId");
     ensure_eq!(call["tool"], json!("calculate"), "item/tool/call tool");
     ensure_eq!(call["namespace"], Value::Null, "item/tool/call namespace");
     ensure_eq!(call["threadId"], json!(thread), "item/tool/call threadId");
-    ensure_eq!(call["turnId"], json!(turn.id), "item/tool/call turnId");
+    ensure_eq!(call["turnId"], json!(turn_id), "item/tool/call turnId");
+    Ok(())
+}
+
+/// Asserts the turn's `dynamicToolCall` item, as started and as completed.
+fn check_tool_items(turn: &Turn) -> anyhow::Result<()> {
     let started = turn
         .notifications("item/started")
         .into_iter()
@@ -488,8 +503,11 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
         json!([{"type":"inputText","text":"{\"result\": \"42\"}"}]),
         "completed item contentItems"
     );
-    ensure_eq!(turn.final_response(), "42", "final response");
-    let requests = expect_requests(&world, 2).await?;
+    Ok(())
+}
+
+/// Asserts the tool as offered to the model and the call and its output sent back to it.
+fn check_tool_requests(requests: &[CapturedRequest], schema: &Value) -> anyhow::Result<()> {
     let spec = requests[0].body["tools"]
         .as_array()
         .and_then(|tools| tools.iter().find(|t| t["name"] == "calculate"))
@@ -516,5 +534,5 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     if !output.contains("42") {
         bail!("function_call_output does not carry the handler's text: {output}");
     }
-    world.finish().await
+    Ok(())
 }

@@ -255,6 +255,17 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
         )
         .await?;
     let g = goal(&set)?;
+    check_new_goal(g, &thread)?;
+    check_goal_updated(&app, cursor, &thread, g).await?;
+    await_settle(&app, cursor).await?;
+    pause_then_resume(&world, &app, &thread).await?;
+    get_then_clear_twice(&app, &thread).await?;
+    check_continuation_trigger(ctx, &world).await?;
+    world.finish().await
+}
+
+/// Asserts the fields of the goal a first `thread/goal/set` returned.
+fn check_new_goal(g: &Value, thread: &str) -> anyhow::Result<()> {
     ensure_eq!(g["threadId"], json!(thread), "goal.threadId");
     ensure_eq!(
         g["objective"],
@@ -279,6 +290,16 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
             g[key]
         );
     }
+    Ok(())
+}
+
+/// Asserts the `thread/goal/updated` notification the first set sent (after `cursor`).
+async fn check_goal_updated(
+    app: &AppServer,
+    cursor: usize,
+    thread: &str,
+    g: &Value,
+) -> anyhow::Result<()> {
     let updated = app
         .wait_notification(
             cursor,
@@ -298,10 +319,13 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
         "thread/goal/updated turnId"
     );
     ensure_eq!(&updated.params()["goal"], g, "thread/goal/updated goal");
-    await_settle(&app, cursor).await?;
+    Ok(())
+}
 
+/// Pauses the goal (no turn starts), then resumes it (its continuation settles).
+async fn pause_then_resume(world: &World, app: &AppServer, thread: &str) -> anyhow::Result<()> {
     let cursor = app.cursor();
-    let paused = app.goal_set(&thread, json!({"status": "paused"})).await?;
+    let paused = app.goal_set(thread, json!({"status": "paused"})).await?;
     ensure_eq!(goal(&paused)?["status"], json!("paused"), "paused status");
     ensure_eq!(
         goal(&paused)?["objective"],
@@ -313,20 +337,24 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
         json!(40000),
         "budget after pause"
     );
-    no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
+    no_turn_within(app, cursor, Duration::from_secs(1)).await?;
 
-    script_settle(&world, 2).await?;
+    script_settle(world, 2).await?;
     let cursor = app.cursor();
-    let resumed = app.goal_set(&thread, json!({"status": "active"})).await?;
+    let resumed = app.goal_set(thread, json!({"status": "active"})).await?;
     ensure_eq!(goal(&resumed)?["status"], json!("active"), "resumed status");
     ensure_eq!(
         goal(&resumed)?["objective"],
         json!("Finish the migration"),
         "objective after resume"
     );
-    await_settle(&app, cursor).await?;
+    await_settle(app, cursor).await?;
+    Ok(())
+}
 
-    let got = app.goal_get(&thread).await?;
+/// Gets the goal, clears it (notified) and clears it again (nothing removed, not notified).
+async fn get_then_clear_twice(app: &AppServer, thread: &str) -> anyhow::Result<()> {
+    let got = app.goal_get(thread).await?;
     ensure_eq!(
         goal(&got)?["objective"],
         json!("Finish the migration"),
@@ -335,7 +363,7 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(goal(&got)?["tokenBudget"], json!(40000), "get tokenBudget");
     let cursor = app.cursor();
     ensure_eq!(
-        app.goal_clear(&thread).await?,
+        app.goal_clear(thread).await?,
         json!({"cleared": true}),
         "first clear"
     );
@@ -344,13 +372,13 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
     })
     .await?;
     ensure_eq!(
-        app.goal_get(&thread).await?,
+        app.goal_get(thread).await?,
         json!({"goal": null}),
         "get after clear"
     );
     let cursor = app.cursor();
     ensure_eq!(
-        app.goal_clear(&thread).await?,
+        app.goal_clear(thread).await?,
         json!({"cleared": false}),
         "second clear"
     );
@@ -362,7 +390,12 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
             .any(|m| m.is("thread/goal/cleared")),
         "a clear that removed nothing sent thread/goal/cleared"
     );
-    let requests = expect_requests(&world, 5).await?;
+    Ok(())
+}
+
+/// Reports drift when the continuation's request does not name a goal as its turn trigger.
+async fn check_continuation_trigger(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
+    let requests = expect_requests(world, 5).await?;
     // Step 2's settle: its continuation request (after the bootstrap's) says it is a goal's.
     let trigger = requests[1].turn_metadata()?["turn_trigger"].clone();
     if trigger != json!("goal") {
@@ -374,7 +407,7 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
             ),
         );
     }
-    world.finish().await
+    Ok(())
 }
 
 async fn null_budget(ctx: &Ctx) -> anyhow::Result<()> {

@@ -542,47 +542,14 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
         .await
         .context("initialize")?;
     let resumed = app.thread_resume(&clone.thread_id, json!({})).await?;
-    let thread = &resumed["thread"];
-    ensure_eq!(thread["id"], json!(clone.thread_id), "resumed thread.id");
-    let path = thread["path"].as_str().unwrap_or_default();
-    ensure!(
-        Path::new(path).starts_with(&home)
-            && path.ends_with(&format!("-{}.jsonl", clone.thread_id)),
-        "resumed thread.path {path} is not the clone in {}",
-        home.display()
-    );
-    check_planted_turn(&thread["turns"], &word)?;
-    ensure_eq!(resumed["cwd"], json!(display(&target)), "resumed cwd");
-    if into_worktree {
-        ctx.observe(
-            format!(
-                "the clone in a worktree reports thread.gitInfo.branch {} (the branch recorded by the source)",
-                thread["gitInfo"]["branch"]
-            ),
-        );
-    }
+    check_resumed_clone(ctx, &resumed, &clone, &home, &target, &word, into_worktree)?;
     recall(&app, &clone.thread_id, &word).await?;
 
     let requests = expect_requests(&world, 2).await?;
     let r = &requests[1];
     check_recall_request(r, &word, &clone.thread_id)?;
     if into_worktree {
-        let messages = input_messages(r)?;
-        let context = messages
-            .iter()
-            .rev()
-            .find(|(_, t)| t.contains("<environment_context>"))
-            .with_context(|| format!("request #{}: no environment context", r.index))?;
-        let cwd = format!("<cwd>{}</cwd>", target.display());
-        ensure!(
-            context.1.contains(&cwd),
-            "the last environment context does not name the worktree ({cwd}): {}",
-            context.1
-        );
-        ctx.observe(format!(
-            "the recall request names the source workspace: {}",
-            r.body_contains_text(&display(&world.workspace))
-        ));
+        check_worktree_context(ctx, r, &target, &world.workspace)?;
     }
     ensure!(
         read(&source_path)? == source_bytes,
@@ -595,6 +562,65 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
         "the files of the source home"
     );
     world.finish().await
+}
+
+/// Asserts the resumed clone: its id, its rollout in the clone's home, the planted turn and the
+/// target as its cwd (the branch a worktree's clone reports is observed).
+fn check_resumed_clone(
+    ctx: &Ctx,
+    resumed: &Value,
+    clone: &ClonedRollout,
+    home: &Path,
+    target: &Path,
+    word: &str,
+    into_worktree: bool,
+) -> anyhow::Result<()> {
+    let thread = &resumed["thread"];
+    ensure_eq!(thread["id"], json!(clone.thread_id), "resumed thread.id");
+    let path = thread["path"].as_str().unwrap_or_default();
+    ensure!(
+        Path::new(path).starts_with(home) && path.ends_with(&format!("-{}.jsonl", clone.thread_id)),
+        "resumed thread.path {path} is not the clone in {}",
+        home.display()
+    );
+    check_planted_turn(&thread["turns"], word)?;
+    ensure_eq!(resumed["cwd"], json!(display(target)), "resumed cwd");
+    if into_worktree {
+        ctx.observe(
+            format!(
+                "the clone in a worktree reports thread.gitInfo.branch {} (the branch recorded by the source)",
+                thread["gitInfo"]["branch"]
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Asserts the recall request's last environment context names the worktree (whether it names
+/// the source workspace too is observed).
+fn check_worktree_context(
+    ctx: &Ctx,
+    r: &CapturedRequest,
+    target: &Path,
+    workspace: &Path,
+) -> anyhow::Result<()> {
+    let messages = input_messages(r)?;
+    let context = messages
+        .iter()
+        .rev()
+        .find(|(_, t)| t.contains("<environment_context>"))
+        .with_context(|| format!("request #{}: no environment context", r.index))?;
+    let cwd = format!("<cwd>{}</cwd>", target.display());
+    ensure!(
+        context.1.contains(&cwd),
+        "the last environment context does not name the worktree ({cwd}): {}",
+        context.1
+    );
+    ctx.observe(format!(
+        "the recall request names the source workspace: {}",
+        r.body_contains_text(&display(workspace))
+    ));
+    Ok(())
 }
 
 /// The clone is where the catalogue says, with the new id and the target cwd recorded; a

@@ -8,12 +8,16 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
+use tokio::time::error::Elapsed;
 
 use super::{expect_requests, requests_arrived, rpc_error, setup};
+use crate::app_server::AppServer;
+use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::World;
 use crate::scenario;
 use crate::scenarios::support::png;
 
@@ -82,16 +86,7 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = wait_turn(&app, started, Duration::from_secs(1))
         .await
         .context("the interrupted turn did not end within 1 s of turn/interrupt")?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Interrupted,
-        "turn status"
-    );
-    ensure!(
-        turn.agent_messages().is_empty(),
-        "the interrupted turn got a message: {:?}",
-        turn.agent_messages()
-    );
+    check_interrupted(&turn)?;
     // Interrupting the turn again, now that it has ended: "no active turn to interrupt".
     let again = app.turn_interrupt(&thread, &turn_id);
     tokio::pin!(again);
@@ -103,6 +98,33 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
+    check_interrupt_after_end(ctx, idle_answer, again).await?;
+    check_after_interrupt(&world, &second, &turn_id).await?;
+    world.finish().await
+}
+
+/// Asserts the interrupted turn ended `interrupted` with no agent message.
+fn check_interrupted(turn: &Turn) -> anyhow::Result<()> {
+    ensure_eq!(
+        turn.status,
+        crate::app_server::turn::TurnStatus::Interrupted,
+        "turn status"
+    );
+    ensure!(
+        turn.agent_messages().is_empty(),
+        "the interrupted turn got a message: {:?}",
+        turn.agent_messages()
+    );
+    Ok(())
+}
+
+/// Judges the answer to interrupting the ended turn: refused while the thread was idle
+/// (`idle_answer`), else drift with what the held request (`again`) answered in the end.
+async fn check_interrupt_after_end(
+    ctx: &Ctx,
+    idle_answer: Result<Result<Value, CallError>, Elapsed>,
+    again: impl Future<Output = Result<Value, CallError>>,
+) -> anyhow::Result<()> {
     match idle_answer {
         Ok(answer) => {
             let refused = rpc_error(answer, "turn/interrupt of the ended turn")?;
@@ -131,6 +153,11 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Asserts the turn after the interrupt: a new turn that completed, and the request it sent.
+async fn check_after_interrupt(world: &World, second: &Turn, turn_id: &str) -> anyhow::Result<()> {
     ensure_eq!(
         second.status,
         crate::app_server::turn::TurnStatus::Completed,
@@ -142,13 +169,13 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         "after interrupt",
         "second turn final response"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = expect_requests(world, 2).await?;
     ensure_eq!(
         requests[1].last_user_text(),
         Some("second prompt".to_string()),
         "last user text of request 2"
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
@@ -167,21 +194,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     let turn_id = started.id.clone();
     requests_arrived(&world, 1, Duration::from_secs(10)).await?;
-    let wrong = rpc_error(
-        app.turn_steer(&thread, "not-the-running-turn", vec![text("ignored")])
-            .await,
-        "turn/steer with a wrong expectedTurnId",
-    )?;
-    ensure_eq!(
-        wrong.code,
-        RpcError::INVALID_REQUEST,
-        "error code of a steer with a wrong expectedTurnId"
-    );
-    ensure!(
-        wrong.message.contains(&turn_id),
-        "a steer with a wrong expectedTurnId does not name the running turn: {}",
-        wrong.message
-    );
+    refuse_wrong_turn(&app, &thread, &turn_id).await?;
     let answer = app
         .turn_steer(&thread, &turn_id, vec![text("also mention bananas")])
         .await
@@ -199,6 +212,35 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "final response of the steered turn"
     );
     let requests = expect_requests(&world, 2).await?;
+    check_steered_requests(&requests, &turn_id)?;
+    check_steer_after_end(&app, &thread, &turn_id).await?;
+    world.finish().await
+}
+
+/// Steers with an `expectedTurnId` that is not the running turn's: refused, naming the running
+/// turn.
+async fn refuse_wrong_turn(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
+    let wrong = rpc_error(
+        app.turn_steer(thread, "not-the-running-turn", vec![text("ignored")])
+            .await,
+        "turn/steer with a wrong expectedTurnId",
+    )?;
+    ensure_eq!(
+        wrong.code,
+        RpcError::INVALID_REQUEST,
+        "error code of a steer with a wrong expectedTurnId"
+    );
+    ensure!(
+        wrong.message.contains(turn_id),
+        "a steer with a wrong expectedTurnId does not name the running turn: {}",
+        wrong.message
+    );
+    Ok(())
+}
+
+/// Asserts the steered turn's requests: the steer as the last user text, the original prompt
+/// kept, and the one turn's id in every request's turn metadata.
+fn check_steered_requests(requests: &[CapturedRequest], turn_id: &str) -> anyhow::Result<()> {
     ensure_eq!(
         requests[1].last_user_text(),
         Some("also mention bananas".to_string()),
@@ -211,7 +253,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
             .any(|t| t == "write a fruit list"),
         "request 2 lost the original prompt"
     );
-    for r in &requests {
+    for r in requests {
         ensure_eq!(
             metadata_turn_id(r)?,
             turn_id,
@@ -219,6 +261,11 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
             r.index
         );
     }
+    Ok(())
+}
+
+/// Asserts the steer made no turn of its own, then that steering the ended turn is refused.
+async fn check_steer_after_end(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
     let turn_starts = app
         .messages()
         .iter()
@@ -226,7 +273,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         .count();
     ensure_eq!(turn_starts, 1, "turn/started notifications");
     let idle = rpc_error(
-        app.turn_steer(&thread, &turn_id, vec![text("too late")])
+        app.turn_steer(thread, turn_id, vec![text("too late")])
             .await,
         "turn/steer with no running turn",
     )?;
@@ -235,7 +282,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "turn/steer with no running turn: {}",
         idle.message
     );
-    world.finish().await
+    Ok(())
 }
 
 async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{expect_requests, rpc_error, setup, setup_with};
 use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -61,7 +62,15 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    let start = &turn.start_result["turn"];
+    check_start_result(ctx, &turn.start_result["turn"])?;
+    check_notification_order(ctx, &app, &thread)?;
+    check_completed(ctx, &turn.completed)?;
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+/// Asserts the `turn/start` result: in progress, no items, and its `itemsView` (drift).
+fn check_start_result(ctx: &Ctx, start: &Value) -> anyhow::Result<()> {
     ensure_eq!(
         start["status"],
         json!("inProgress"),
@@ -77,30 +86,34 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
             format!("turn/start result itemsView is {view}, the catalogue says \"notLoaded\""),
         );
     }
-    // The order of the lifecycle notifications (others may interleave).
-    let kind = |m: &crate::app_server::Inbound| -> Option<String> {
-        let item = m.params()["item"]["type"].as_str().unwrap_or("");
-        match m.method() {
-            "turn/started" | "thread/tokenUsage/updated" | "turn/completed" => {
-                Some(m.method().to_string())
-            }
-            "item/started" | "item/completed"
-                if item == "userMessage" || item == "agentMessage" =>
-            {
-                Some(format!("{} {item}", m.method()))
-            }
-            "thread/status/changed" => Some(format!(
-                "status {}",
-                m.params()["status"]["type"].as_str().unwrap_or("")
-            )),
-            _ => None,
+    Ok(())
+}
+
+/// The lifecycle notification a message is, or `None` for one the order does not track.
+fn lifecycle_kind(m: &Inbound) -> Option<String> {
+    let item = m.params()["item"]["type"].as_str().unwrap_or("");
+    match m.method() {
+        "turn/started" | "thread/tokenUsage/updated" | "turn/completed" => {
+            Some(m.method().to_string())
         }
-    };
+        "item/started" | "item/completed" if item == "userMessage" || item == "agentMessage" => {
+            Some(format!("{} {item}", m.method()))
+        }
+        "thread/status/changed" => Some(format!(
+            "status {}",
+            m.params()["status"]["type"].as_str().unwrap_or("")
+        )),
+        _ => None,
+    }
+}
+
+/// Asserts the order of the thread's lifecycle notifications (others may interleave).
+fn check_notification_order(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Result<()> {
     let got: Vec<String> = app
         .messages()
         .iter()
-        .filter(|m| m.thread_id() == Some(thread.as_str()))
-        .filter_map(kind)
+        .filter(|m| m.thread_id() == Some(thread))
+        .filter_map(lifecycle_kind)
         .collect();
     let mut want = vec![
         "turn/started",
@@ -120,7 +133,11 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
         want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         "lifecycle notification order"
     );
-    let done = &turn.completed;
+    Ok(())
+}
+
+/// Asserts the `turn/completed` notification: status, times, duration and its items.
+fn check_completed(ctx: &Ctx, done: &Value) -> anyhow::Result<()> {
     ensure_eq!(done["status"], json!("completed"), "turn/completed status");
     ensure_eq!(done["error"], Value::Null, "turn/completed error");
     for key in ["startedAt", "completedAt"] {
@@ -169,8 +186,7 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
             "turn/completed items without a summary"
         ),
     }
-    expect_requests(&world, 1).await?;
-    world.finish().await
+    Ok(())
 }
 
 async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {

@@ -8,11 +8,12 @@
 //! `item/reasoning/summaryTextDelta`).
 
 use anyhow::Context;
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::json;
 
 use super::{expect_requests, setup};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::scenario;
@@ -31,19 +32,7 @@ pub fn scenarios() -> Vec<Scenario> {
 const ENCRYPTED: &str = "opaque-reasoning-state";
 
 async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
-    let mut item = events::reasoning_item("rs-1", &["thinking"], &[]);
-    item["item"]["encrypted_content"] = json!(ENCRYPTED);
-    let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            events::reasoning_item_added("rs-1", &[]),
-            events::reasoning_summary_text_delta("thinking"),
-            item,
-            events::assistant_message("m1", "done"),
-            events::completed("resp-1"),
-        ]),
-        Scripted::sse(bodies::assistant_reply("resp-2", "again")),
-    ];
+    let script = reasoning_script();
     let (world, app, thread) = setup(ctx, script).await?;
     let turn = run_turn(
         &app,
@@ -57,6 +46,43 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         crate::app_server::turn::TurnStatus::Completed,
         "turn status"
     );
+    check_reasoning_turn(&turn)?;
+    let next = run_turn(
+        &app,
+        &thread,
+        vec![text("and now?")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(
+        next.status,
+        crate::app_server::turn::TurnStatus::Completed,
+        "second turn status"
+    );
+    let requests = expect_requests(&world, 2).await?;
+    check_echoed_reasoning(&requests)?;
+    world.finish().await
+}
+
+/// The script: a reply with a reasoning item (summary and encrypted content), then a plain one.
+fn reasoning_script() -> Vec<Scripted> {
+    let mut item = events::reasoning_item("rs-1", &["thinking"], &[]);
+    item["item"]["encrypted_content"] = json!(ENCRYPTED);
+    vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::reasoning_item_added("rs-1", &[]),
+            events::reasoning_summary_text_delta("thinking"),
+            item,
+            events::assistant_message("m1", "done"),
+            events::completed("resp-1"),
+        ]),
+        Scripted::sse(bodies::assistant_reply("resp-2", "again")),
+    ]
+}
+
+/// Asserts the reasoning as the client sees it: the summary delta, the completed item, the reply.
+fn check_reasoning_turn(turn: &Turn) -> anyhow::Result<()> {
     let deltas: Vec<_> = turn
         .notifications("item/reasoning/summaryTextDelta")
         .into_iter()
@@ -82,19 +108,11 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         "reasoning item summary"
     );
     ensure_eq!(turn.final_response(), "done", "final response");
-    let next = run_turn(
-        &app,
-        &thread,
-        vec![text("and now?")],
-        &TurnOptions::default(),
-    )
-    .await?;
-    ensure_eq!(
-        next.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "second turn status"
-    );
-    let requests = expect_requests(&world, 2).await?;
+    Ok(())
+}
+
+/// Asserts the reasoning item echoed back to the model in the second request, as it came.
+fn check_echoed_reasoning(requests: &[CapturedRequest]) -> anyhow::Result<()> {
     let echoed = requests[1].inputs_of_type("reasoning");
     ensure_eq!(echoed.len(), 1, "reasoning items in request 2");
     let echoed = echoed[0];
@@ -111,5 +129,5 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         json!(ENCRYPTED),
         "echoed reasoning encrypted_content"
     );
-    world.finish().await
+    Ok(())
 }

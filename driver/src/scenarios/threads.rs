@@ -203,6 +203,15 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         crate::app_server::turn::TurnStatus::Completed,
         "turn status"
     );
+    name_then_read(&app, &thread, &turn.id).await?;
+    archive_then_list(ctx, &app, &thread).await?;
+    resume_archived(ctx, &app, &thread).await?;
+    expect_requests(&world, 1).await?;
+    world.finish().await
+}
+
+/// Names the thread (notified) and reads it back: its name and its one turn.
+async fn name_then_read(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
     let cursor = app.cursor();
     app.call(
         "thread/name/set",
@@ -212,7 +221,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
     .context("thread/name/set")?;
     let named = app
         .wait_notification(cursor, "thread/name/updated", Duration::from_secs(5), |p| {
-            p["threadId"] == thread.as_str()
+            p["threadId"] == thread
         })
         .await?;
     ensure_eq!(
@@ -236,15 +245,21 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(turns, 1, "thread/read turns");
     ensure_eq!(
         read["thread"]["turns"][0]["id"],
-        json!(turn.id),
+        json!(turn_id),
         "thread/read turn id"
     );
+    Ok(())
+}
+
+/// Lists the thread, archives it (notified where the schema has `thread/archived`) and lists
+/// it again, where only the archived list names it.
+async fn archive_then_list(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Result<()> {
     let list = app
         .call("thread/list", json!({}))
         .await
         .context("thread/list")?;
     ensure!(
-        listed_ids(&list).contains(&thread),
+        listed_ids(&list).iter().any(|id| id == thread),
         "thread/list does not name the thread: {list}"
     );
     let cursor = app.cursor();
@@ -253,7 +268,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         .context("thread/archive")?;
     if ctx.caps.notifications.contains("thread/archived") {
         app.wait_notification(cursor, "thread/archived", Duration::from_secs(5), |p| {
-            p["threadId"] == thread.as_str()
+            p["threadId"] == thread
         })
         .await?;
     }
@@ -262,7 +277,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         .await
         .context("thread/list")?;
     ensure!(
-        !listed_ids(&list).contains(&thread),
+        !listed_ids(&list).iter().any(|id| id == thread),
         "thread/list still names the archived thread"
     );
     let archived = app
@@ -270,10 +285,15 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         .await
         .context("thread/list {archived:true}")?;
     ensure!(
-        listed_ids(&archived).contains(&thread),
+        listed_ids(&archived).iter().any(|id| id == thread),
         "thread/list {{archived:true}} does not name the archived thread: {archived}"
     );
-    match app.thread_resume(&thread, json!({})).await {
+    Ok(())
+}
+
+/// Resumes the archived thread: refused naming the archive, or drift where it succeeds.
+async fn resume_archived(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Result<()> {
+    match app.thread_resume(thread, json!({})).await {
         Ok(resumed) => ctx.drift(
             "thread.resume_archived",
             json!("resumed"),
@@ -291,8 +311,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
             );
         }
     }
-    expect_requests(&world, 1).await?;
-    world.finish().await
+    Ok(())
 }
 
 /// A text input with one text element (a placeholder over `@notes`).

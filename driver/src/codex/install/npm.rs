@@ -2,12 +2,13 @@
 //! and `npm pack` with its errors.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
+use tokio::process::Child;
 
 use super::{NPM_PACKAGE, NPM_TIMEOUT, Progress, TICK};
 use crate::codex::binary;
@@ -93,7 +94,43 @@ pub(super) async fn npm_pack(
         .await
         .with_context(|| format!("cannot create {}", dest.display()))?;
     progress.message(&format!("downloading {spec} with npm pack"));
-    let mut child = tokio::process::Command::new(npm)
+    let mut child = spawn_npm_pack(npm, spec, dest)?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = Instant::now();
+    let status = wait_with_progress(&mut child, spec, dest, progress, started).await?;
+    let stdout = stdout.await.unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.await.unwrap_or_default()).into_owned();
+    if !status.success() {
+        return Err(npm_error(spec, &status.to_string(), &stderr));
+    }
+    let info: Option<PackJson> = serde_json::from_slice::<Vec<PackJson>>(&stdout)
+        .ok()
+        .and_then(|v| v.into_iter().next());
+    let tarball = packed_tarball(info.as_ref(), dest)?;
+    if !tarball.is_file() {
+        bail!(
+            "npm pack {spec} succeeded but {} is missing{}",
+            tarball.display(),
+            binary::quote_tail("npm output", &stderr, 10)
+        );
+    }
+    let size = std::fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
+    progress.message(&format!(
+        "downloaded {spec}: {} in {:.1} s",
+        mb(size),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(Packed {
+        tarball,
+        shasum: info.as_ref().and_then(|i| i.shasum.clone()),
+        integrity: info.as_ref().and_then(|i| i.integrity.clone()),
+    })
+}
+
+/// Starts `npm pack <spec> --json` into `dest`, quiet and with npm's notices off.
+fn spawn_npm_pack(npm: &Path, spec: &str, dest: &Path) -> Result<Child> {
+    tokio::process::Command::new(npm)
         .arg("pack")
         .arg(spec)
         .arg("--pack-destination")
@@ -114,10 +151,18 @@ pub(super) async fn npm_pack(
                  --codex-bin PATH",
                 npm.display()
             )
-        })?;
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let started = Instant::now();
+        })
+}
+
+/// Waits for `npm pack`, showing elapsed time and what it has written so far; kills it after
+/// `NPM_TIMEOUT`.
+async fn wait_with_progress(
+    child: &mut Child,
+    spec: &str,
+    dest: &Path,
+    progress: &dyn Progress,
+    started: Instant,
+) -> Result<ExitStatus> {
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.with_context(|| format!("waiting for npm pack {spec}"))?,
@@ -134,15 +179,12 @@ pub(super) async fn npm_pack(
             }
         }
     };
-    let stdout = stdout.await.unwrap_or_default();
-    let stderr = String::from_utf8_lossy(&stderr.await.unwrap_or_default()).into_owned();
-    if !status.success() {
-        return Err(npm_error(spec, &status.to_string(), &stderr));
-    }
-    let info: Option<PackJson> = serde_json::from_slice::<Vec<PackJson>>(&stdout)
-        .ok()
-        .and_then(|v| v.into_iter().next());
-    let tarball = match info.as_ref().and_then(|i| i.filename.as_deref()) {
+    Ok(status)
+}
+
+/// The tarball `npm pack` wrote: the file its JSON names, else the one `.tgz` in `dest`.
+fn packed_tarball(info: Option<&PackJson>, dest: &Path) -> Result<PathBuf> {
+    Ok(match info.and_then(|i| i.filename.as_deref()) {
         Some(name) => dest.join(
             name.trim_start_matches("./")
                 .rsplit('/')
@@ -150,24 +192,6 @@ pub(super) async fn npm_pack(
                 .unwrap_or(name),
         ),
         None => find_tgz(dest)?,
-    };
-    if !tarball.is_file() {
-        bail!(
-            "npm pack {spec} succeeded but {} is missing{}",
-            tarball.display(),
-            binary::quote_tail("npm output", &stderr, 10)
-        );
-    }
-    let size = std::fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
-    progress.message(&format!(
-        "downloaded {spec}: {} in {:.1} s",
-        mb(size),
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(Packed {
-        tarball,
-        shasum: info.as_ref().and_then(|i| i.shasum.clone()),
-        integrity: info.as_ref().and_then(|i| i.integrity.clone()),
     })
 }
 
