@@ -21,7 +21,7 @@ use run::RunArgs;
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
 #[derive(Debug, Parser)]
 #[command(name = "codex-parity", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -160,7 +160,7 @@ enum Command {
 
 impl Cli {
     /// Runs the subcommand; its exit status.
-    pub fn run(self) -> ExitCode {
+    pub(crate) fn run(self) -> ExitCode {
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
             Command::List { markdown } => list::list(markdown),

@@ -20,12 +20,12 @@ use codex_parity::harness::world::Settings;
 use rustix::process::Signal;
 
 /// The `codex-parity` binary under test.
-pub const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
+pub(crate) const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
 
 /// One run's sandbox: `tmp` becomes its `TMPDIR` (worlds, schema and probe directories
 /// are made there, and every process of the run carries that path in its environment or
 /// working directory), `home` its `HOME`, `expected` an empty baselines directory.
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// Keeps the whole sandbox alive.
     pub root: tempfile::TempDir,
     /// The run's `TMPDIR`.
@@ -42,7 +42,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// A fresh sandbox whose runs use the repository's baselines (real codex runs).
-    pub fn with_real_baselines() -> Sandbox {
+    pub(crate) fn with_real_baselines() -> Sandbox {
         Sandbox {
             real_baselines: true,
             ..Sandbox::new()
@@ -50,7 +50,7 @@ impl Sandbox {
     }
 
     /// A fresh sandbox with empty directories, baselines included (fake codex runs).
-    pub fn new() -> Sandbox {
+    pub(crate) fn new() -> Sandbox {
         let root = tempfile::Builder::new()
             .prefix("codex-parity-sandbox-")
             .tempdir()
@@ -76,7 +76,7 @@ impl Sandbox {
     }
 
     /// `codex-parity ARGS` in the sandbox, output captured.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(CODEX_PARITY);
         cmd.args(args)
             .env("TMPDIR", &self.tmp)
@@ -95,25 +95,25 @@ impl Sandbox {
     }
 
     /// Runs `codex-parity ARGS` to the end; returns its output and how long it took.
-    pub fn run(&self, args: &[&str]) -> (Output, Duration) {
+    pub(crate) fn run(&self, args: &[&str]) -> (Output, Duration) {
         let started = Instant::now();
         let output = self.command(args).output().expect("running codex-parity");
         (output, started.elapsed())
     }
 
     /// Starts `codex-parity ARGS` in the background.
-    pub fn spawn(&self, args: &[&str]) -> Child {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Child {
         self.command(args).spawn().expect("starting codex-parity")
     }
 
     /// Live processes of this sandbox's runs.
-    pub fn processes(&self) -> Vec<String> {
+    pub(crate) fn processes(&self) -> Vec<String> {
         processes_mentioning(&self.tmp)
     }
 
     /// Writes a fake `codex` (see [`fake_codex`]) into the sandbox, outside the run's
     /// directories.
-    pub fn fake_codex(&self, app_server: &str) -> PathBuf {
+    pub(crate) fn fake_codex(&self, app_server: &str) -> PathBuf {
         let dir = self.root.path().join("bin");
         std::fs::create_dir_all(&dir).expect("bin directory");
         fake_codex(&dir, app_server)
@@ -121,7 +121,7 @@ impl Sandbox {
 
     /// Waits up to `timeout` until `count` of the sandbox's processes have `marker` in
     /// their command line; fails naming the processes there are otherwise.
-    pub fn wait_for_running(&self, marker: &str, count: usize, timeout: Duration) {
+    pub(crate) fn wait_for_running(&self, marker: &str, count: usize, timeout: Duration) {
         let running = wait_until(timeout, || {
             self.processes()
                 .iter()
@@ -137,7 +137,7 @@ impl Sandbox {
     }
 
     /// Waits up to `timeout` for the sandbox's processes to be gone; returns those left.
-    pub fn wait_for_no_processes(&self, timeout: Duration) -> Vec<String> {
+    pub(crate) fn wait_for_no_processes(&self, timeout: Duration) -> Vec<String> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = self.processes();
@@ -149,7 +149,7 @@ impl Sandbox {
     }
 
     /// Every file and directory left under `dir`, relative, sorted.
-    pub fn leftovers(dir: &Path) -> Vec<String> {
+    pub(crate) fn leftovers(dir: &Path) -> Vec<String> {
         let mut out = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
@@ -175,7 +175,7 @@ impl Sandbox {
 
     /// Fails naming what a run left in the sandbox: processes, files in `TMPDIR` or
     /// `HOME`.
-    pub fn assert_clean(&self, what: &str) {
+    pub(crate) fn assert_clean(&self, what: &str) {
         let processes = self.wait_for_no_processes(Duration::from_secs(5));
         assert!(
             processes.is_empty(),
@@ -196,7 +196,7 @@ impl Sandbox {
 
 /// `pid cmdline` of every live (not zombie) process, other than this one, whose
 /// environment or working directory mentions `marker`.
-pub fn processes_mentioning(marker: &Path) -> Vec<String> {
+pub(crate) fn processes_mentioning(marker: &Path) -> Vec<String> {
     let needle = marker.as_os_str().as_encoded_bytes();
     let me = std::process::id();
     let mut found = Vec::new();
@@ -237,7 +237,7 @@ pub fn processes_mentioning(marker: &Path) -> Vec<String> {
 /// Writes an executable fake `codex` into `dir`: `--version` says 0.171.0,
 /// `app-server generate-json-schema --out DIR` writes empty schemas, and `app-server`
 /// itself runs `app_server` (sh).
-pub fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
+pub(crate) fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
     let path = dir.join("codex");
     let script = format!(
         r#"#!/bin/sh
@@ -257,13 +257,13 @@ fi
 }
 
 /// Sends `signal` to `pid`.
-pub fn signal(pid: u32, signal: Signal) {
+pub(crate) fn signal(pid: u32, signal: Signal) {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("a valid pid");
     rustix::process::kill_process(pid, signal).expect("sending a signal");
 }
 
 /// Sends SIGINT (Ctrl-C) to the run `child` and waits up to `timeout` for it to exit.
-pub fn interrupt(child: Child, timeout: Duration) -> Output {
+pub(crate) fn interrupt(child: Child, timeout: Duration) -> Output {
     signal(child.id(), Signal::INT);
     wait_with_timeout(child, timeout, "after SIGINT")
 }
@@ -271,7 +271,7 @@ pub fn interrupt(child: Child, timeout: Duration) -> Output {
 /// Runs `scenario` on `target`, its sidecar started as `codex-parity sidecar`; the reason
 /// it failed, after checking that the reason's first line names the sidecar killed by
 /// SIGKILL as the cause (the scenario is to kill it).
-pub async fn sidecar_killed_reason(scenario: &Scenario, target: &Target) -> String {
+pub(crate) async fn sidecar_killed_reason(scenario: &Scenario, target: &Target) -> String {
     let settings = Arc::new(Settings::new(
         SidecarLauncher::codex_parity(CODEX_PARITY),
         false,
@@ -291,7 +291,7 @@ pub async fn sidecar_killed_reason(scenario: &Scenario, target: &Target) -> Stri
 
 /// Waits for `child` up to `timeout` (its pipes drained meanwhile); its output, or a
 /// panic naming what hung.
-pub fn wait_with_timeout(mut child: Child, timeout: Duration, what: &str) -> Output {
+pub(crate) fn wait_with_timeout(mut child: Child, timeout: Duration, what: &str) -> Output {
     fn drain(
         pipe: Option<impl std::io::Read + Send + 'static>,
     ) -> std::thread::JoinHandle<Vec<u8>> {
@@ -327,7 +327,7 @@ pub fn wait_with_timeout(mut child: Child, timeout: Duration, what: &str) -> Out
 }
 
 /// Waits up to `timeout` until `ready` holds.
-pub fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if ready() {
@@ -339,7 +339,7 @@ pub fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
 }
 
 /// stdout and stderr as one text, for assertions and failure messages.
-pub fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "stdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&output.stdout),
@@ -348,7 +348,7 @@ pub fn text(output: &Output) -> String {
 }
 
 /// `git status` of the repository (untracked files included), or `None` without git.
-pub fn repository_status() -> Option<String> {
+pub(crate) fn repository_status() -> Option<String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let output = Command::new("git")
         .arg("-C")

@@ -106,7 +106,7 @@ pub(crate) fn decoded_body(headers: &[(String, String)], raw: &[u8]) -> (Vec<u8>
 
 impl Capture {
     /// Whether this is a model request.
-    pub fn is_model_request(&self) -> bool {
+    pub(crate) fn is_model_request(&self) -> bool {
         match self.transport {
             Transport::Http => is_model_request(&self.method, &self.path),
             Transport::WebSocket => {
@@ -121,7 +121,7 @@ impl Capture {
     }
 
     /// A fresh record with nothing delivered yet.
-    pub fn new(
+    pub(crate) fn new(
         method: String,
         path: String,
         query: Option<String>,
@@ -148,7 +148,7 @@ impl Capture {
     }
 
     /// `METHOD path[?query] (index N)`, for messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if let (Some(connection), Some(frame)) = (self.connection, self.frame) {
             return format!(
                 "WebSocket frame {frame} on connection {connection} of {} (request index {})",
@@ -168,7 +168,7 @@ impl Capture {
     }
 
     /// The protocol's `R` for this request; parses the body and checks tool-call pairing.
-    pub fn to_captured_request(&self) -> CapturedRequest {
+    pub(crate) fn to_captured_request(&self) -> CapturedRequest {
         let parsed: Option<Value> = serde_json::from_slice(&self.body).ok();
         let body_text = match (&parsed, self.body.is_empty()) {
             (None, false) => Some(String::from_utf8_lossy(&self.body).into_owned()),

@@ -32,7 +32,7 @@ impl Gates {
     }
 
     /// Notes gate names that scripted responses use (for the leftover report).
-    pub fn declare<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn declare<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
         let mut state = self.lock();
         for name in names {
             state.declared.insert(name.to_string());
@@ -40,7 +40,7 @@ impl Gates {
     }
 
     /// Opens a gate; returns how many responses were waiting at it.
-    pub fn release(&self, name: &str) -> usize {
+    pub(crate) fn release(&self, name: &str) -> usize {
         let held = {
             let mut state = self.lock();
             state.released.insert(name.to_string());
@@ -51,12 +51,12 @@ impl Gates {
     }
 
     /// How many responses wait at `name` now.
-    pub fn held(&self, name: &str) -> usize {
+    pub(crate) fn held(&self, name: &str) -> usize {
         self.lock().held.get(name).copied().unwrap_or(0)
     }
 
     /// Waits until `name` is released (returns true) or `closed` resolves (returns false).
-    pub async fn wait(&self, name: &str, closed: impl Future<Output = ()>) -> bool {
+    pub(crate) async fn wait(&self, name: &str, closed: impl Future<Output = ()>) -> bool {
         tokio::pin!(closed);
         let mut counted = false;
         let mut announced = false;
@@ -96,7 +96,7 @@ impl Gates {
     }
 
     /// Waits until at least one response waits at `name`, or `timeout`; returns how many wait.
-    pub async fn wait_held(&self, name: &str, timeout: Duration) -> usize {
+    pub(crate) async fn wait_held(&self, name: &str, timeout: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let changed = self.changed.notified();
@@ -110,7 +110,7 @@ impl Gates {
     }
 
     /// Gates declared but never released, for the shutdown report.
-    pub fn unreleased(&self) -> Vec<String> {
+    pub(crate) fn unreleased(&self) -> Vec<String> {
         let state = self.lock();
         state
             .declared
@@ -120,7 +120,7 @@ impl Gates {
     }
 
     /// Forgets every gate (the `reset` command).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         *self.lock() = GateState::default();
         self.changed.notify_waiters();
     }

@@ -40,7 +40,7 @@ pub(crate) enum ReplyBody {
 
 impl ReplyBody {
     /// A whole body.
-    pub fn whole(bytes: Bytes) -> ReplyBody {
+    pub(crate) fn whole(bytes: Bytes) -> ReplyBody {
         ReplyBody::Whole((!bytes.is_empty()).then_some(bytes))
     }
 }

@@ -54,7 +54,7 @@ pub(crate) struct Queue {
 impl Queue {
     /// Appends a response; fails (and appends nothing) if it cannot be served.
     #[cfg(test)]
-    pub fn push(&mut self, scripted: &Scripted) -> Result<(), ScriptError> {
+    pub(crate) fn push(&mut self, scripted: &Scripted) -> Result<(), ScriptError> {
         self.push_all(std::slice::from_ref(scripted))
             .map_err(|e| match e {
                 ScriptError::AtIndex { source, .. } => *source,
@@ -63,7 +63,7 @@ impl Queue {
     }
 
     /// Appends responses, all or none; an error names the offending index.
-    pub fn push_all(&mut self, list: &[Scripted]) -> Result<(), ScriptError> {
+    pub(crate) fn push_all(&mut self, list: &[Scripted]) -> Result<(), ScriptError> {
         let prepared = list
             .iter()
             .enumerate()
@@ -89,7 +89,7 @@ impl Queue {
 
     /// Takes the response for a request to `endpoint`: the first whose `when` it meets, else
     /// the first without `when`. Returns its ordinal and what to serve.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         endpoint: Endpoint,
         body: &[u8],
@@ -104,7 +104,7 @@ impl Queue {
     }
 
     /// Takes only a response whose `when` the request meets (never a generic one).
-    pub fn take_specific(
+    pub(crate) fn take_specific(
         &mut self,
         endpoint: Endpoint,
         body: &[u8],
@@ -138,12 +138,12 @@ impl Queue {
     }
 
     /// How many responses wait.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// One line per waiting response, for the shutdown report.
-    pub fn describe_pending(&self) -> Vec<String> {
+    pub(crate) fn describe_pending(&self) -> Vec<String> {
         self.entries
             .iter()
             .map(|e| format!("scripted response #{}: {}", e.ordinal, e.summary))
@@ -151,7 +151,7 @@ impl Queue {
     }
 
     /// Drops every waiting response and restarts the numbering.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         *self = Queue::default();
     }
 }

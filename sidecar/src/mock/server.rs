@@ -81,7 +81,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves consistent data behind; keep serving.
         self.state
             .lock()
@@ -90,7 +90,7 @@ impl Shared {
 
     /// Numbers `capture`, lets `answer` pick its reply under the same lock (so arrival order
     /// and queue order agree), stores the capture and wakes waiters.
-    pub fn record<T>(
+    pub(crate) fn record<T>(
         &self,
         mut capture: Capture,
         answer: impl FnOnce(&mut State, &mut Capture) -> T,

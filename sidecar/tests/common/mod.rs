@@ -2,7 +2,7 @@
 //! [`spawn`]), or line by line for wire-format tests ([`raw`]); a tiny hyper client.
 #![allow(dead_code)]
 
-pub mod raw;
+pub(crate) mod raw;
 
 use std::io::Write;
 use std::time::Duration;
@@ -13,20 +13,20 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 /// A temporary config file holding `text`.
-pub fn config_file(text: &str) -> tempfile::NamedTempFile {
+pub(crate) fn config_file(text: &str) -> tempfile::NamedTempFile {
     let mut file = tempfile::NamedTempFile::new().unwrap();
     file.write_all(text.as_bytes()).unwrap();
     file
 }
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 
 /// How long a test waits for a reply (beyond what a `requests` asks to wait) before
 /// failing instead of hanging.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Spawns the binary with `args`, read its ready line, and returns it steered by the client.
-pub async fn spawn(args: &[&str]) -> SidecarProcess {
+pub(crate) async fn spawn(args: &[&str]) -> SidecarProcess {
     let mut sidecar = SidecarProcess::spawn(BIN, args)
         .await
         .unwrap_or_else(|e| panic!("starting the sidecar: {e:#}"));
@@ -35,42 +35,47 @@ pub async fn spawn(args: &[&str]) -> SidecarProcess {
 }
 
 /// A sidecar with no config.
-pub async fn start() -> SidecarProcess {
+pub(crate) async fn start() -> SidecarProcess {
     spawn(&[]).await
 }
 
 /// Scripted responses from their JSON form (`[[...events], {"status": 500}, ...]`).
-pub fn scripts(list: Value) -> Vec<Scripted> {
+pub(crate) fn scripts(list: Value) -> Vec<Scripted> {
     script::parse_list(&list).unwrap_or_else(|e| panic!("bad script {list}: {e}"))
 }
 
 /// An HTTP response as the tests see it.
 #[derive(Debug)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.body.clone()).unwrap()
     }
 
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 /// One HTTP/1.1 request on a fresh connection to `url` (`http://HOST:PORT/path?query`).
-pub async fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Response {
+pub(crate) async fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Response {
     let rest = url.strip_prefix("http://").unwrap();
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path = if path.is_empty() { "/" } else { path };
@@ -110,7 +115,7 @@ pub async fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Vec<u
 }
 
 /// `POST {base}/responses` with a JSON body.
-pub async fn post_json(base_url: &str, body: &Value) -> Response {
+pub(crate) async fn post_json(base_url: &str, body: &Value) -> Response {
     http(
         "POST",
         &format!("{base_url}/responses"),

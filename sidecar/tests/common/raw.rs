@@ -15,7 +15,7 @@ use super::BIN;
 const LINE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running sidecar with its raw pipes.
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     pub child: Child,
     stdin: Option<ChildStdin>,
     /// Stdout lines, read on a thread so that a missing reply fails the test, not hangs it.
@@ -25,7 +25,7 @@ pub struct Sidecar {
 
 impl Sidecar {
     /// Spawns the binary with `args` and reads the ready line.
-    pub fn spawn(args: &[&str]) -> Sidecar {
+    pub(crate) fn spawn(args: &[&str]) -> Sidecar {
         let mut child = Command::new(BIN)
             .args(args)
             .stdin(Stdio::piped())
@@ -61,20 +61,20 @@ impl Sidecar {
     }
 
     /// A sidecar with no config.
-    pub fn start() -> Sidecar {
+    pub(crate) fn start() -> Sidecar {
         Sidecar::spawn(&[])
     }
 
-    pub fn server_url(&self) -> String {
+    pub(crate) fn server_url(&self) -> String {
         self.ready["server_url"].as_str().unwrap().to_string()
     }
 
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.ready["base_url"].as_str().unwrap().to_string()
     }
 
     /// Writes one raw line (a newline is added).
-    pub fn send_line(&mut self, line: &str) {
+    pub(crate) fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -82,14 +82,14 @@ impl Sidecar {
     }
 
     /// Writes raw bytes as they are.
-    pub fn send_bytes(&mut self, bytes: &[u8]) {
+    pub(crate) fn send_bytes(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
     }
 
     /// Reads one stdout line as JSON; `None` at EOF.
-    pub fn read_line(&mut self) -> Option<Value> {
+    pub(crate) fn read_line(&mut self) -> Option<Value> {
         let line = match self.stdout.recv_timeout(LINE_TIMEOUT) {
             Ok(line) => line,
             Err(mpsc::RecvTimeoutError::Disconnected) => return None,
@@ -105,23 +105,23 @@ impl Sidecar {
     }
 
     /// Sends a command and returns its reply.
-    pub fn call(&mut self, command: Value) -> Value {
+    pub(crate) fn call(&mut self, command: Value) -> Value {
         self.send_line(&command.to_string());
         self.read_line().expect("reply")
     }
 
     /// Enqueues responses and checks the reply.
-    pub fn enqueue(&mut self, responses: Value) -> Value {
+    pub(crate) fn enqueue(&mut self, responses: Value) -> Value {
         self.call(serde_json::json!({"op": "enqueue", "responses": responses}))
     }
 
     /// Closes stdin (EOF).
-    pub fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         self.stdin = None;
     }
 
     /// Waits for the exit (at most 10 s) and returns the status and all of stderr.
-    pub fn wait(mut self) -> (ExitStatus, String) {
+    pub(crate) fn wait(mut self) -> (ExitStatus, String) {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -144,7 +144,7 @@ impl Sidecar {
     }
 
     /// Sends `shutdown`, returns its reply, the exit status and stderr.
-    pub fn shutdown(mut self) -> (Value, ExitStatus, String) {
+    pub(crate) fn shutdown(mut self) -> (Value, ExitStatus, String) {
         let reply = self.call(serde_json::json!({"op": "shutdown"}));
         let (status, stderr) = self.wait();
         (reply, status, stderr)

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 
 /// A running sidecar binary.
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     pub child: Child,
     stdin: Option<ChildStdin>,
     stdout: mpsc::Receiver<String>,
@@ -27,7 +27,7 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    pub fn start() -> Sidecar {
+    pub(crate) fn start() -> Sidecar {
         let mut child = Command::new(BIN)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -61,11 +61,11 @@ impl Sidecar {
         sidecar
     }
 
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.ready["base_url"].as_str().unwrap().to_string()
     }
 
-    pub fn ws_url(&self) -> String {
+    pub(crate) fn ws_url(&self) -> String {
         self.base_url().replacen("http://", "ws://", 1) + "/responses"
     }
 
@@ -78,7 +78,7 @@ impl Sidecar {
     }
 
     /// Sends a command, returns its reply.
-    pub fn call(&mut self, command: Value) -> Value {
+    pub(crate) fn call(&mut self, command: Value) -> Value {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(command.to_string().as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -86,25 +86,25 @@ impl Sidecar {
         self.read_line()
     }
 
-    pub fn enqueue(&mut self, responses: Value) -> Value {
+    pub(crate) fn enqueue(&mut self, responses: Value) -> Value {
         self.call(json!({"op": "enqueue", "responses": responses}))
     }
 
     /// `requests` with `all: true` after waiting for `min`.
-    pub fn all_requests(&mut self, min: u64) -> Vec<Value> {
+    pub(crate) fn all_requests(&mut self, min: u64) -> Vec<Value> {
         let reply =
             self.call(json!({"op": "requests", "all": true, "min": min, "timeout_ms": 5000}));
         reply["requests"].as_array().unwrap().clone()
     }
 
     /// Model requests after waiting for `min`.
-    pub fn requests(&mut self, min: u64) -> Vec<Value> {
+    pub(crate) fn requests(&mut self, min: u64) -> Vec<Value> {
         let reply = self.call(json!({"op": "requests", "min": min, "timeout_ms": 5000}));
         reply["requests"].as_array().unwrap().clone()
     }
 
     /// Sends `shutdown`; returns the reply, the exit status and stderr.
-    pub fn shutdown(mut self) -> (Value, ExitStatus, String) {
+    pub(crate) fn shutdown(mut self) -> (Value, ExitStatus, String) {
         let reply = self.call(json!({"op": "shutdown"}));
         let deadline = Instant::now() + Duration::from_secs(10);
         let status = loop {
@@ -134,7 +134,7 @@ impl Drop for Sidecar {
 
 /// What an SSE client saw.
 #[derive(Debug)]
-pub struct Streamed {
+pub(crate) struct Streamed {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// Each complete event (the text before its blank line) and when it arrived, in ms since
@@ -145,7 +145,7 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -153,7 +153,7 @@ impl Streamed {
     }
 
     /// The event types in order.
-    pub fn types(&self) -> Vec<String> {
+    pub(crate) fn types(&self) -> Vec<String> {
         self.events
             .iter()
             .map(|(text, _)| {
@@ -168,7 +168,7 @@ impl Streamed {
 }
 
 /// A hyper connection to the sidecar at `base_url`.
-pub async fn connect(
+pub(crate) async fn connect(
     base_url: &str,
 ) -> (hyper::client::conn::http1::SendRequest<Full<Bytes>>, String) {
     let authority = base_url
@@ -190,12 +190,16 @@ pub async fn connect(
 
 /// `POST {base}/responses` with `body`, reading the events as they come, stopping after
 /// `stop_after` events when given (then dropping the connection).
-pub async fn stream_post(base_url: &str, body: &Value, stop_after: Option<usize>) -> Streamed {
+pub(crate) async fn stream_post(
+    base_url: &str,
+    body: &Value,
+    stop_after: Option<usize>,
+) -> Streamed {
     stream_to(base_url, "/responses", body, stop_after).await
 }
 
 /// Like [`stream_post`] for any path under the base URL.
-pub async fn stream_to(
+pub(crate) async fn stream_to(
     base_url: &str,
     path: &str,
     body: &Value,
@@ -250,11 +254,11 @@ pub async fn stream_to(
 }
 
 /// A WebSocket client connection.
-pub type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 
 /// Opens the Responses WebSocket with extra handshake headers; returns the stream and the 101
 /// response's headers.
-pub async fn ws_connect(
+pub(crate) async fn ws_connect(
     url: &str,
     headers: &[(&str, &str)],
 ) -> Result<(Ws, Vec<(String, String)>), tokio_tungstenite::tungstenite::Error> {
@@ -278,13 +282,13 @@ pub async fn ws_connect(
 }
 
 /// Sends one `response.create` frame.
-pub async fn ws_send(ws: &mut Ws, frame: &Value) {
+pub(crate) async fn ws_send(ws: &mut Ws, frame: &Value) {
     ws.send(Message::text(frame.to_string())).await.unwrap();
 }
 
 /// What the server sent for one request.
 #[derive(Debug, Default)]
-pub struct WsReply {
+pub(crate) struct WsReply {
     /// Text frames parsed as JSON (`Value::String(raw)` when not JSON), with arrival ms.
     pub frames: Vec<(Value, f64)>,
     /// Binary frames.
@@ -294,7 +298,7 @@ pub struct WsReply {
 }
 
 impl WsReply {
-    pub fn types(&self) -> Vec<String> {
+    pub(crate) fn types(&self) -> Vec<String> {
         self.frames
             .iter()
             .map(|(f, _)| f["type"].as_str().unwrap_or("?").to_string())
@@ -303,7 +307,7 @@ impl WsReply {
 }
 
 /// Reads frames until `response.completed` or an `error` frame, a close, or `timeout`.
-pub async fn ws_read_response(ws: &mut Ws, timeout: Duration) -> WsReply {
+pub(crate) async fn ws_read_response(ws: &mut Ws, timeout: Duration) -> WsReply {
     let started = Instant::now();
     let mut reply = WsReply::default();
     loop {
@@ -339,7 +343,7 @@ pub async fn ws_read_response(ws: &mut Ws, timeout: Duration) -> WsReply {
 }
 
 /// A `response.create` frame.
-pub fn create(input: &str, previous: Option<&str>) -> Value {
+pub(crate) fn create(input: &str, previous: Option<&str>) -> Value {
     let mut frame = json!({"type": "response.create", "model": "mock-model", "stream": true,
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": input}]}]});
     if let Some(previous) = previous {
@@ -349,6 +353,6 @@ pub fn create(input: &str, previous: Option<&str>) -> Value {
 }
 
 /// The warm-up frame.
-pub fn warmup() -> Value {
+pub(crate) fn warmup() -> Value {
     json!({"type": "response.create", "model": "mock-model", "input": [], "generate": false})
 }
