@@ -4,12 +4,10 @@
 //! peak RSS. Run with `cargo bench -p codex-parity-sidecar --bench transports`; prints one
 //! line per measure. (It sits beside `sidecar.rs`, which measures HTTP throughput.)
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use codex_parity_sidecar::{Scripted, events};
+use codex_parity_sidecar::{RequestFilter, Scripted, SidecarProcess, events};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
@@ -17,71 +15,15 @@ use tokio_tungstenite::tungstenite::Message;
 
 const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    ready: Value,
-}
-
-impl Sidecar {
-    fn spawn() -> Sidecar {
-        let mut child = Command::new(BIN)
-            .arg("--lenient")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the sidecar");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut sidecar = Sidecar {
-            child,
-            stdin,
-            stdout,
-            ready: Value::Null,
-        };
-        sidecar.ready = sidecar.read();
-        sidecar
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read stdout");
-        serde_json::from_str(&line).expect("a JSON line")
-    }
-
-    fn call(&mut self, command: &Value) -> Value {
-        let mut line = command.to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).expect("write stdin");
-        self.stdin.flush().expect("flush stdin");
-        self.read()
-    }
-
-    fn base_url(&self) -> String {
-        self.ready["base_url"]
-            .as_str()
-            .expect("base_url")
-            .to_string()
-    }
-
-    fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("read /proc/PID/status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM")
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Peak resident memory (`VmHWM`) of process `pid`, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -93,21 +35,21 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// Frames per second on one WebSocket connection: `responses` responses of `deltas` + 3
 /// events each, one `response.create` frame per response.
 async fn websocket_frames(
-    sidecar: &mut Sidecar,
+    sidecar: &mut SidecarProcess,
     responses: usize,
     deltas: usize,
 ) -> (usize, Duration) {
-    let script: Vec<Value> = (0..responses)
+    let script: Vec<Scripted> = (0..responses)
         .map(|i| {
             let id = format!("resp_{i}");
             let mut body = vec![events::response_created(&id)];
             body.extend((0..deltas).map(|_| events::output_text_delta("tok ")));
             body.push(events::assistant_message(&format!("msg_{i}"), "done"));
             body.push(events::completed(&id));
-            Scripted::sse(body).to_json()
+            Scripted::sse(body)
         })
         .collect();
-    sidecar.call(&json!({"op": "enqueue", "responses": script}));
+    sidecar.enqueue(&script).await.expect("enqueue");
     let url = sidecar.base_url().replacen("http://", "ws://", 1) + "/responses";
     let authority = url["ws://".len()..]
         .split('/')
@@ -143,15 +85,20 @@ async fn websocket_frames(
 
 /// Gap errors (actual − scripted, ms) of `count` events `gap_ms` apart, from the capture and
 /// at the client.
-async fn gap_errors(sidecar: &mut Sidecar, count: usize, gap_ms: u64) -> (Vec<f64>, Vec<f64>) {
+async fn gap_errors(
+    sidecar: &mut SidecarProcess,
+    count: usize,
+    gap_ms: u64,
+) -> (Vec<f64>, Vec<f64>) {
     let body: Vec<Value> = std::iter::once(events::response_created("g"))
         .chain((0..count.saturating_sub(2)).map(|_| events::output_text_delta("x")))
         .chain(std::iter::once(events::completed("g")))
         .collect();
-    sidecar.call(&json!({"op": "reset"}));
-    sidecar.call(
-        &json!({"op": "enqueue", "responses": [Scripted::sse(body).gap_ms(gap_ms).to_json()]}),
-    );
+    sidecar.reset().await.expect("reset");
+    sidecar
+        .enqueue(&[Scripted::sse(body).gap_ms(gap_ms)])
+        .await
+        .expect("enqueue");
     let authority = sidecar.base_url()["http://".len()..]
         .split('/')
         .next()
@@ -182,13 +129,11 @@ async fn gap_errors(sidecar: &mut Sidecar, count: usize, gap_ms: u64) -> (Vec<f6
         .windows(2)
         .map(|p| (p[1] - p[0]).as_secs_f64() * 1e3 - gap_ms as f64)
         .collect();
-    let requests = sidecar.call(&json!({"op": "requests", "min": 1, "timeout_ms": 5000}));
-    let sent: Vec<f64> = requests["requests"][0]["events_sent_ms"]
-        .as_array()
-        .expect("events_sent_ms")
-        .iter()
-        .filter_map(Value::as_f64)
-        .collect();
+    let requests = sidecar
+        .wait_for(RequestFilter::default(), 1, Duration::from_secs(5))
+        .await
+        .expect("requests");
+    let sent = requests[0].events_sent_ms.clone();
     let server: Vec<f64> = sent
         .windows(2)
         .map(|p| p[1] - p[0] - gap_ms as f64)
@@ -203,7 +148,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let mut sidecar = Sidecar::spawn();
+    let mut sidecar = runtime
+        .block_on(SidecarProcess::spawn(BIN, ["--lenient"]))
+        .expect("spawn the sidecar");
     let (frames, elapsed) = runtime.block_on(websocket_frames(&mut sidecar, responses, deltas));
     println!(
         "websocket: {:.0} frames/s on one connection ({frames} frames, {responses} responses of {} events, one response.create each)",
@@ -225,6 +172,6 @@ fn main() {
     );
     println!(
         "peak RSS (VmHWM): {:.1} MiB",
-        sidecar.peak_rss_kib() as f64 / 1024.0
+        peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
     );
 }
