@@ -46,9 +46,10 @@ pub const GROUPS: [(&str, &str, &str); 6] = [
     (
         "F",
         "Transports, stream timing, compaction and rate limits",
-        "The Responses WebSocket (warm-up, incremental frames, refused upgrades) and HTTP \
-         streams that stall, are cut mid-body or drip slowly: request and connection counts, \
-         the transport of each request, the retry notices and the turn's outcome.",
+        "The Responses WebSocket (warm-up, incremental frames, refused upgrades, closed \
+         sockets), HTTP streams that stall, are cut mid-body or drip slowly, and rate-limit \
+         headers: request and connection counts, the transport of each request, the retry \
+         notices and the turn's outcome.",
     ),
 ];
 

@@ -1,7 +1,8 @@
 //! Group F: transports, stream timing, compaction and rate limits (`parity-scenarios.md` F,
 //! facts in `transports.md`). The rows here script what the sidecar's v2 transports can do:
-//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3), and HTTP
-//! streams that stall (F10), are cut mid-body (F11) or drip slowly (F12).
+//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3), a socket
+//! closed before the first event (F6) or mid-stream (F7), HTTP streams that stall (F10), are
+//! cut mid-body (F11) or drip slowly (F12), and rate-limit headers (F17).
 //!
 //! Every row compares, field by field, what codex did with what its catalogue entry says:
 //! request and connection counts, the transport of each captured request, the `error`
@@ -44,6 +45,14 @@ pub fn scenarios() -> Vec<Scenario> {
             "F3",
             "an upgrade refused with 426: no retry, no notification, HTTP for the session",
             refused_426
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_closed_before_first_event",
+            "F6",
+            "a socket closed right after response.create: reconnects on new sockets, then HTTP \
+             in the same turn, with the websocket-closed notice",
+            websocket_closed_early
         )
         .timeout(Duration::from_secs(30)),
         scenario!(
@@ -376,6 +385,72 @@ async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
         json!(1),
         json!(upgrades(&world).await?.len()),
     );
+    world.finish().await
+}
+
+/// The detail of a socket closed before `response.completed`.
+const WS_CLOSED: &str =
+    "stream disconnected before completion: websocket closed by server before response.completed";
+
+/// Routes a scripted reply to WebSocket frames only (an HTTP body has no `type`).
+fn on_websocket(scripted: Scripted) -> Scripted {
+    scripted.when_body_contains("\"type\":\"response.create\"")
+}
+
+/// F6: over the WebSocket (`stream_max_retries` 2), every turn frame is answered by a close
+/// frame before any event; the turn goes on over HTTP. The catalogue's count (F4's rule) is
+/// 1 + `stream_max_retries` socket attempts: the first frame on the warm-up socket, then one
+/// new socket per retry.
+async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let closed =
+        || on_websocket(Scripted::sse(bodies::empty_response("resp-ws")).disconnect_after(0));
+    let mut script: Vec<Scripted> = (0..4).map(|_| closed()).collect();
+    script.push(Scripted::sse(bodies::assistant_reply(
+        "resp-http",
+        "over http",
+    )));
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(&app, &thread, vec![text("close")], &TurnOptions::default()).await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(
+        ctx,
+        "turn.final",
+        json!("over http"),
+        json!(turn.final_response()),
+    );
+    expect(
+        ctx,
+        "turn.errors",
+        json!([progress(2, 2, WS_CLOSED)]),
+        json!(errors(&turn)),
+    );
+    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    let asked: Vec<CapturedRequest> = requests.into_iter().filter(|r| !r.auto_warmup).collect();
+    let mut want = vec!["GET /v1/responses websocket"; 3];
+    want.push("POST /v1/responses http");
+    expect(ctx, "requests.transport", json!(want), transports(&asked));
+    let conns: Vec<Option<u64>> = asked.iter().map(|r| r.connection).collect();
+    expect(
+        ctx,
+        "frames.connections",
+        json!([0, 1, 2, null]),
+        json!(conns),
+    );
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(3),
+        json!(upgrades(&world).await?.len()),
+    );
+    if world.sidecar.status().await?.pending > 0 {
+        // Drift is recorded above; the replies this version never asked for are dropped.
+        world.sidecar.reset().await?;
+    }
     world.finish().await
 }
 
