@@ -1,15 +1,17 @@
 //! Group F: transports, stream timing, compaction and rate limits (`parity-scenarios.md` F,
 //! facts in `transports.md`). The rows here script what the sidecar's v2 transports can do:
-//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3), a socket
-//! closed before the first event (F6) or mid-stream (F7), HTTP streams that stall (F10), are
-//! cut mid-body (F11) or drip slowly (F12), and rate-limit headers (F17).
+//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3) or hanging past
+//! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
+//! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), and rate-limit
+//! headers (F17).
 //!
 //! Every row compares, field by field, what codex did with what its catalogue entry says:
 //! request and connection counts, the transport of each captured request, the `error`
 //! notifications in order (`willRetry`, message, `codexErrorInfo`, `additionalDetails`) and
 //! the turn's status. A difference is recorded with [`Ctx::drift`] under a stable key, with
 //! the value codex gave; the baselines list what each version is known for. The rows that
-//! wait on codex's timeouts configure them down (`stream_idle_timeout_ms` 1500) and say so.
+//! wait on codex's timeouts configure them down (`stream_idle_timeout_ms` and
+//! `websocket_connect_timeout_ms` 1500) and say so.
 
 use std::time::Duration;
 
@@ -47,6 +49,14 @@ pub fn scenarios() -> Vec<Scenario> {
             refused_426
         )
         .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_upgrade_hangs",
+            "F5",
+            "an upgrade that hangs past websocket_connect_timeout_ms (1.5 s): retries, then \
+             HTTP in the same turn, later turns on HTTP",
+            upgrade_hangs
+        )
+        .timeout(Duration::from_secs(45)),
         scenario!(
             "transport_websocket_closed_before_first_event",
             "F6",
@@ -449,6 +459,79 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
     );
     if world.sidecar.status().await?.pending > 0 {
         // Drift is recorded above; the replies this version never asked for are dropped.
+        world.sidecar.reset().await?;
+    }
+    world.finish().await
+}
+
+/// The connect timeout F5 configures (`websocket_connect_timeout_ms`).
+const CONNECT_MS: u64 = 1500;
+
+/// F5: every upgrade hangs (TCP accepted, no 101) under a 1.5 s connect timeout and
+/// `stream_max_retries` 2. The catalogue (F4's counts): the warm-up's upgrade, then
+/// 1 + `stream_max_retries` attempts in the turn, `Reconnecting... 2/2` (the first retry is
+/// silent), then HTTP in the same turn; the next turn stays on HTTP.
+async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        websocket_connect_timeout_ms: Some(CONNECT_MS),
+        ..WorldOptions::default()
+    };
+    let mut world = ctx.world(options).await?;
+    world
+        .websocket((0..6).map(|_| ConnectionScript::hang()).collect())
+        .await?;
+    world
+        .script(vec![
+            Scripted::sse(bodies::assistant_reply("resp-1", "one")),
+            Scripted::sse(bodies::assistant_reply("resp-2", "two")),
+        ])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let one = run_turn(&app, &thread, vec![text("hang")], &TurnOptions::default()).await?;
+    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
+    let status = json!([one.status, two.status]);
+    expect(
+        ctx,
+        "turns.status",
+        json!(["completed", "completed"]),
+        status,
+    );
+    let finals = json!([one.final_response(), two.final_response()]);
+    expect(ctx, "turns.final", json!(["one", "two"]), finals);
+    let notices = errors(&one);
+    let shape: Vec<Value> = notices
+        .iter()
+        .map(|e| json!([e["willRetry"], e["message"], e["codexErrorInfo"]]))
+        .collect();
+    let want = json!([[true, "Reconnecting... 2/2", {"responseStreamDisconnected": {"httpStatusCode": null}}]]);
+    expect(ctx, "turn1.errors", want, json!(shape));
+    // The catalogue asks for the detail per version: it is recorded whatever it says.
+    let details: Vec<&Value> = notices.iter().map(|e| &e["additionalDetails"]).collect();
+    ctx.drift(
+        "turn1.errors.additionalDetails",
+        json!(details),
+        format!("the hang's retry notice says {}", json!(details)),
+    );
+    expect(ctx, "turn2.errors", json!([]), json!(errors(&two)));
+    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 2]),
+        transports(&requests),
+    );
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(4),
+        json!(upgrades(&world).await?.len()),
+    );
+    if world.sidecar.status().await?.pending > 0 || world.sidecar.websocket(None, vec![]).await? > 0
+    {
+        // Drift is recorded above; the connection scripts no upgrade took are dropped.
         world.sidecar.reset().await?;
     }
     world.finish().await
