@@ -15,7 +15,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::protocol::Status;
-use codex_parity_sidecar::{Client, ClientError, RequestFilter, Scripted};
+use codex_parity_sidecar::{
+    Client, ClientError, ConnectionScript, RequestFilter, Scripted, Warmup,
+};
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, oneshot, watch};
 
@@ -265,6 +267,34 @@ impl Sidecar {
     /// Empties the script and the captured requests.
     pub async fn reset(&self) -> anyhow::Result<()> {
         let result = self.client.lock().await.reset().await;
+        self.explained(result).await
+    }
+
+    /// Queues WebSocket connection scripts (taken by upgrades in order) and sets the warm-up
+    /// answer when `warmup` is given; returns how many connection scripts wait.
+    pub async fn websocket(
+        &self,
+        warmup: Option<Warmup>,
+        connections: Vec<ConnectionScript>,
+    ) -> anyhow::Result<usize> {
+        let result = self
+            .client
+            .lock()
+            .await
+            .websocket(warmup, connections)
+            .await;
+        self.explained(result).await
+    }
+
+    /// Opens the gate `gate`; returns how many responses it let go.
+    pub async fn release(&self, gate: &str) -> anyhow::Result<usize> {
+        let result = self.client.lock().await.release(gate).await;
+        self.explained(result).await
+    }
+
+    /// Waits up to `timeout` until a response is held at `gate`; returns how many are held.
+    pub async fn wait_gate(&self, gate: &str, timeout: Duration) -> anyhow::Result<usize> {
+        let result = self.client.lock().await.wait_gate(gate, timeout).await;
         self.explained(result).await
     }
 

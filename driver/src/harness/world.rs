@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use codex_parity_sidecar::Scripted;
+use codex_parity_sidecar::{ConnectionScript, Scripted};
 use serde_json::json;
 
 use crate::app_server::{AppServer, AppServerCommand};
@@ -37,6 +37,12 @@ pub struct WorldOptions {
     pub stream_max_retries: u32,
     /// `stream_idle_timeout_ms` of the provider.
     pub stream_idle_timeout_ms: u64,
+    /// The transport the provider offers codex: HTTP only (`supports_websockets` left out,
+    /// today's config) or the Responses WebSocket (`supports_websockets = true`).
+    pub transport: Transport,
+    /// `websocket_connect_timeout_ms` of the provider (codex's default, 15 s, when `None`;
+    /// the key is then left out of `config.toml`).
+    pub websocket_connect_timeout_ms: Option<u64>,
     /// `approval_policy`.
     pub approval_policy: String,
     /// `sandbox_mode`.
@@ -51,12 +57,24 @@ pub struct WorldOptions {
     pub allow_autonomous_turns: bool,
 }
 
+/// The transport a world's provider offers codex (`transports.md` §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// `POST {base}/responses` with SSE only: the key `supports_websockets` is not written.
+    #[default]
+    Http,
+    /// `supports_websockets = true`: codex upgrades `GET {base}/responses` per thread.
+    WebSocket,
+}
+
 impl Default for WorldOptions {
     fn default() -> Self {
         WorldOptions {
             request_max_retries: 0,
             stream_max_retries: 0,
             stream_idle_timeout_ms: 10_000,
+            transport: Transport::Http,
+            websocket_connect_timeout_ms: None,
             approval_policy: "never".into(),
             sandbox_mode: "danger-full-access".into(),
             extra_args: Vec::new(),
@@ -210,6 +228,12 @@ impl World {
             o.stream_max_retries,
             o.stream_idle_timeout_ms
         ));
+        if o.transport == Transport::WebSocket {
+            text.push_str("supports_websockets = true\n");
+        }
+        if let Some(ms) = o.websocket_connect_timeout_ms {
+            text.push_str(&format!("websocket_connect_timeout_ms = {ms}\n"));
+        }
         std::fs::create_dir_all(home).with_context(|| format!("creating {}", home.display()))?;
         let path = home.join("config.toml");
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
@@ -311,6 +335,16 @@ impl World {
     /// Queues scripted responses on the sidecar.
     pub async fn script(&self, responses: Vec<Scripted>) -> anyhow::Result<()> {
         self.sidecar.enqueue(&responses).await.map(|_| ())
+    }
+
+    /// Queues WebSocket connection scripts on the sidecar (upgrades take them in order).
+    pub async fn websocket(&self, connections: Vec<ConnectionScript>) -> anyhow::Result<()> {
+        self.sidecar.websocket(None, connections).await.map(|_| ())
+    }
+
+    /// Opens the sidecar's gate `gate`; returns how many responses it let go.
+    pub async fn release(&self, gate: &str) -> anyhow::Result<usize> {
+        self.sidecar.release(gate).await
     }
 
     /// The checks every scenario ends with (`parity-scenarios.md` §0.4), then shuts the

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 5] = [
+pub const GROUPS: [(&str, &str, &str); 6] = [
     (
         "A",
         "Executor and turn parity",
@@ -42,6 +42,14 @@ pub const GROUPS: [(&str, &str, &str); 5] = [
          interleaved threads, thread bookkeeping, dynamic-tool edge cases, interrupt and \
          steer, approvals, image input, reasoning events, the failure matrix (E14) and the \
          protocol's basics.",
+    ),
+    (
+        "F",
+        "Transports, stream timing, compaction and rate limits",
+        "The Responses WebSocket (warm-up, incremental frames, refused upgrades, closed \
+         sockets), HTTP streams that stall, are cut mid-body or drip slowly, and rate-limit \
+         headers: request and connection counts, the transport of each request, the retry \
+         notices and the turn's outcome.",
     ),
 ];
 

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod request_shape;
 pub mod support;
 pub mod threads;
+pub mod transport;
 
 pub use registry::registry;
 

@@ -22,6 +22,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::reasoning::scenarios,
         scenarios::fault::scenarios,
         scenarios::protocol::scenarios,
+        scenarios::transport::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -44,7 +45,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 86, "the catalogue has 86 scenarios");
+        assert_eq!(names.len(), 95, "the catalogue has 95 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();

@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 /// The pairing violations of one model request body, each naming the item and `call_id`;
-/// empty when the body is fine.
+/// empty when the body is fine. A body with a `previous_response_id` (an incremental
+/// WebSocket frame) carries only the new items: the calls its outputs answer are in the
+/// responses it continues, so an output without its call in the same input is not counted.
 ///
 /// ```
 /// use codex_parity_sidecar::pairing::violations;
@@ -20,6 +22,10 @@ pub fn violations(body: &Value) -> Vec<String> {
     let Some(input) = body.get("input").and_then(Value::as_array) else {
         return vec!["the request body has no \"input\" array".to_string()];
     };
+    let incremental = body
+        .get("previous_response_id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| !id.is_empty());
     let mut found = Vec::new();
     let has_item = |types: &[&str], call_id: &str| {
         input.iter().any(|item| {
@@ -52,7 +58,7 @@ pub fn violations(body: &Value) -> Vec<String> {
             }
             continue;
         };
-        if !calls.is_empty() && !has_item(calls, call_id) {
+        if !calls.is_empty() && !incremental && !has_item(calls, call_id) {
             found.push(format!(
                 "{kind} for call_id \"{call_id}\" has no {} in the same input",
                 calls.join(" or ")
@@ -89,6 +95,15 @@ mod tests {
 
     fn call(ty: &str, id: &str) -> Value {
         json!({"type": ty, "call_id": id})
+    }
+
+    #[test]
+    fn an_incremental_frame_answers_calls_of_the_chain() {
+        let output = call("function_call_output", "a");
+        let body = json!({"previous_response_id": "resp-2", "input": [output.clone()]});
+        assert!(violations(&body).is_empty());
+        let body = json!({"previous_response_id": "", "input": [output]});
+        assert_eq!(violations(&body).len(), 1);
     }
 
     #[test]

@@ -1,0 +1,922 @@
+//! Group F: transports, stream timing, compaction and rate limits (`parity-scenarios.md` F,
+//! facts in `transports.md`). The rows here script what the sidecar's v2 transports can do:
+//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3) or hanging past
+//! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
+//! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), and rate-limit
+//! headers (F17).
+//!
+//! Every row compares, field by field, what codex did with what its catalogue entry says:
+//! request and connection counts, the transport of each captured request, the `error`
+//! notifications in order (`willRetry`, message, `codexErrorInfo`, `additionalDetails`) and
+//! the turn's status. A difference is recorded with [`Ctx::drift`] under a stable key, with
+//! the value codex gave; the baselines list what each version is known for. The rows that
+//! wait on codex's timeouts configure them down (`stream_idle_timeout_ms` and
+//! `websocket_connect_timeout_ms` 1500) and say so.
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use codex_parity_sidecar::captured::CapturedRequest;
+use codex_parity_sidecar::rate_limits::{self, Window};
+use codex_parity_sidecar::{ConnectionScript, Scripted, bodies, events};
+use serde_json::{Value, json};
+
+use super::{SAMPLE_USAGE, captured_requests, record_requests, recorded, setup_with};
+use crate::app_server::AppServer;
+use crate::app_server::message::RpcError;
+use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::codex::capabilities::Capabilities;
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{Transport, World, WorldOptions};
+use crate::scenario;
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    vec![
+        scenario!(
+            "transport_websocket_turn",
+            "F1",
+            "a turn over the Responses WebSocket: one upgrade per thread, the warm-up, \
+             incremental frames, the same client-visible results as over HTTP",
+            websocket_turn
+        )
+        .applies(Capabilities::needs_dynamic_tools)
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_refused_426",
+            "F3",
+            "an upgrade refused with 426: no retry, no notification, HTTP for the session",
+            refused_426
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_upgrade_hangs",
+            "F5",
+            "an upgrade that hangs past websocket_connect_timeout_ms (1.5 s): retries, then \
+             HTTP in the same turn, later turns on HTTP",
+            upgrade_hangs
+        )
+        .timeout(Duration::from_secs(45)),
+        scenario!(
+            "transport_websocket_closed_before_first_event",
+            "F6",
+            "a socket closed right after response.create: reconnects on new sockets, then HTTP \
+             in the same turn, with the websocket-closed notice",
+            websocket_closed_early
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_closed_mid_stream",
+            "F7",
+            "a socket closed mid-stream: the partial item reaches the client and the full-input \
+             retry on a new socket, one silent retry, the turn succeeds",
+            websocket_closed
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_http_stall_idle_timeout",
+            "F10",
+            "an HTTP stream that stalls mid-stream fails after stream_idle_timeout_ms (1.5 s), \
+             is retried, and the turn fails or succeeds on the retry",
+            http_stall
+        )
+        .timeout(Duration::from_secs(40)),
+        scenario!(
+            "transport_http_closed_mid_stream",
+            "F11",
+            "an HTTP connection closed mid-stream: stream closed, the partial item in the \
+             retry's input, success on the retry",
+            http_closed
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_http_slow_drip_is_not_a_stall",
+            "F12",
+            "events 400 ms apart under a 1.5 s idle timeout: no retry, deltas in order",
+            slow_drip
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_rate_limit_headers",
+            "F17",
+            "rate-limit headers on an HTTP response become account/rateLimits/updated (percent \
+             rounded); without headers the notification still comes, with nulls",
+            rate_limit_headers
+        )
+        .timeout(Duration::from_secs(30)),
+    ]
+}
+
+/// The idle timeout the stall rows configure (`stream_idle_timeout_ms`).
+const IDLE_MS: u64 = 1500;
+
+/// The progress and terminal detail of a stalled SSE stream.
+const IDLE_SSE: &str = "stream disconnected before completion: idle timeout waiting for SSE";
+
+/// The progress and terminal detail of an SSE body cut before `response.completed`.
+const CLOSED_SSE: &str =
+    "stream disconnected before completion: stream closed before response.completed";
+
+/// Records drift under `key` when `got` is not `want`.
+fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
+    if want != got {
+        let message = format!("{key}: expected {want}, got {got}");
+        ctx.drift(key, got, message);
+    }
+}
+
+/// The turn's `error` notifications in order, each as `willRetry`, `message`,
+/// `codexErrorInfo` and `additionalDetails`.
+fn errors(turn: &Turn) -> Vec<Value> {
+    turn.notifications("error")
+        .into_iter()
+        .map(|p| {
+            json!({
+                "willRetry": p["willRetry"],
+                "message": p["error"]["message"],
+                "codexErrorInfo": p["error"]["codexErrorInfo"],
+                "additionalDetails": p["error"]["additionalDetails"],
+            })
+        })
+        .collect()
+}
+
+/// One retry notice of an HTTP stream failure (`Reconnecting... k/n`, `details`).
+fn progress(k: u32, n: u32, details: &str) -> Value {
+    json!({
+        "willRetry": true,
+        "message": format!("Reconnecting... {k}/{n}"),
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": null}},
+        "additionalDetails": details,
+    })
+}
+
+/// The transport of each captured request as `METHOD path transport`.
+fn transports(requests: &[CapturedRequest]) -> Value {
+    requests
+        .iter()
+        .map(|r| {
+            json!(format!(
+                "{} {} {}",
+                r.method,
+                r.path,
+                r.transport.as_deref().unwrap_or("http")
+            ))
+        })
+        .collect()
+}
+
+/// The WebSocket upgrades among every captured request (frames carry a `frame` number).
+async fn upgrades(world: &World) -> anyhow::Result<Vec<CapturedRequest>> {
+    Ok(world
+        .sidecar
+        .all_requests()
+        .await?
+        .into_iter()
+        .filter(|r| r.transport.as_deref() == Some("websocket") && r.frame.is_none())
+        .collect())
+}
+
+/// Waits up to `timeout` for `n` WebSocket upgrades (codex opens its socket at
+/// `thread/start`, before any turn).
+async fn wait_upgrades(
+    world: &World,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<Vec<CapturedRequest>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let seen = upgrades(world).await?;
+        if seen.len() >= n || tokio::time::Instant::now() >= deadline {
+            return Ok(seen);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// F1: two turns on one thread over the WebSocket, the second with a dynamic tool.
+async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        ..WorldOptions::default()
+    };
+    let mut first = bodies::streaming_reply("resp-1", "msg-1", &["Hel", "lo"]);
+    if let Some(last) = first.last_mut() {
+        *last = events::completed_with_usage("resp-1", SAMPLE_USAGE);
+    }
+    let mut call = events::function_call("call-1", "calculate", "{\"value\": 41}");
+    // An id on every output item (`transports.md` §0): 0.161.0 sends the follow-up of an
+    // id-less call in full.
+    call["item"]["id"] = json!("fc-1");
+    let script = vec![
+        Scripted::sse(first),
+        super::call_reply("resp-2", call),
+        Scripted::sse(bodies::assistant_reply("resp-3", "42")),
+    ];
+    let schema =
+        json!({"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]});
+    let tool =
+        json!({"type":"function","name":"calculate","description":"Add one.","inputSchema":schema});
+    let (world, app, thread, _) =
+        setup_with(ctx, options, script, json!({"dynamicTools": [tool]})).await?;
+    let calls = record_requests(&app, "item/tool/call", |params| {
+        if params["tool"] != "calculate" {
+            return Err(RpcError {
+                code: RpcError::INVALID_PARAMS,
+                message: format!("unexpected tool call {params}"),
+                data: None,
+            });
+        }
+        Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": 42}"}],"success":true}))
+    });
+    let one = run_turn(&app, &thread, vec![text("hi")], &TurnOptions::default()).await?;
+    expect(ctx, "turn1.status", json!("completed"), json!(one.status));
+    expect(
+        ctx,
+        "turn1.chunks",
+        json!(["Hel", "lo"]),
+        json!(one.chunks()),
+    );
+    expect(
+        ctx,
+        "turn1.final",
+        json!("Hello"),
+        json!(one.final_response()),
+    );
+    let total = one.token_usage().map(|u| u.last.total_tokens);
+    expect(
+        ctx,
+        "turn1.usage.total",
+        json!(SAMPLE_USAGE.total),
+        json!(total),
+    );
+    let two = run_turn(
+        &app,
+        &thread,
+        vec![text("use the tool")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect(ctx, "turn2.final", json!("42"), json!(two.final_response()));
+    expect(
+        ctx,
+        "turn2.tool_calls",
+        json!(1),
+        json!(recorded(&calls).len()),
+    );
+    expect(
+        ctx,
+        "errors",
+        json!([]),
+        json!([errors(&one), errors(&two)].concat()),
+    );
+    let frames = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["GET /v1/responses websocket"; 4]),
+        transports(&frames),
+    );
+    let up = upgrades(&world).await?;
+    expect(ctx, "upgrades.count", json!(1), json!(up.len()));
+    let beta = up.first().and_then(|u| u.all_headers.get("openai-beta"));
+    let beta_ok = beta.is_some_and(|b| b.starts_with("responses_websockets="));
+    expect(ctx, "upgrade.openai_beta", json!(true), json!(beta_ok));
+    let places: Vec<Value> = frames
+        .iter()
+        .map(|f| json!([f.connection, f.frame]))
+        .collect();
+    expect(
+        ctx,
+        "frames.places",
+        json!([[0, 0], [0, 1], [0, 2], [0, 3]]),
+        json!(places),
+    );
+    ensure!(
+        frames.len() == 4,
+        "expected 4 frames, the sidecar captured {}",
+        frames.len()
+    );
+    let warm = &frames[0];
+    expect(
+        ctx,
+        "warmup.generate",
+        json!(false),
+        warm.body["generate"].clone(),
+    );
+    expect(
+        ctx,
+        "warmup.auto_answered",
+        json!(true),
+        json!(warm.auto_warmup),
+    );
+    let prev: Vec<Value> = frames[1..]
+        .iter()
+        .map(|f| f.body["previous_response_id"].clone())
+        .collect();
+    expect(
+        ctx,
+        "frames.previous_response_id",
+        json!(["resp_warmup_0_0", "resp-1", "resp-2"]),
+        json!(prev),
+    );
+    let chain: Vec<&String> = frames
+        .iter()
+        .filter_map(|f| f.chain_error.as_ref())
+        .collect();
+    expect(ctx, "frames.chain_errors", json!([]), json!(chain));
+    // Only the new items: the second turn's frame repeats nothing of the first turn, and the
+    // tool's follow-up carries only the call's output.
+    let turn2 = frames[2].input()?;
+    let repeats = turn2.iter().any(|i| {
+        let s = i.to_string();
+        s.contains("\"hi\"") || s.contains("Hello")
+    });
+    expect(ctx, "frame2.repeats_turn1", json!(false), json!(repeats));
+    let asks = frames[2].last_user_text();
+    expect(ctx, "frame2.user_text", json!("use the tool"), json!(asks));
+    let follow: Vec<&Value> = frames[3].input()?.iter().map(|i| &i["type"]).collect();
+    expect(
+        ctx,
+        "frame3.input_types",
+        json!(["function_call_output"]),
+        json!(follow),
+    );
+    world.finish().await
+}
+
+/// F3: the upgrade is refused with 426; both turns of the session go over HTTP.
+async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let mut world = ctx.world(options).await?;
+    world.websocket(vec![ConnectionScript::refuse(426)]).await?;
+    world
+        .script(vec![
+            Scripted::sse(bodies::assistant_reply("resp-1", "one")),
+            Scripted::sse(bodies::assistant_reply("resp-2", "two")),
+        ])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    // The warm-up upgrade comes right after thread/start; the turns follow its refusal.
+    wait_upgrades(&world, 1, Duration::from_secs(5)).await?;
+    let one = run_turn(&app, &thread, vec![text("hi")], &TurnOptions::default()).await?;
+    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
+    let status = json!([one.status, two.status]);
+    expect(
+        ctx,
+        "turns.status",
+        json!(["completed", "completed"]),
+        status,
+    );
+    let finals = json!([one.final_response(), two.final_response()]);
+    expect(ctx, "turns.final", json!(["one", "two"]), finals);
+    expect(
+        ctx,
+        "errors",
+        json!([]),
+        json!([errors(&one), errors(&two)].concat()),
+    );
+    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 2]),
+        transports(&requests),
+    );
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(1),
+        json!(upgrades(&world).await?.len()),
+    );
+    world.finish().await
+}
+
+/// The detail of a socket closed before `response.completed`.
+const WS_CLOSED: &str =
+    "stream disconnected before completion: websocket closed by server before response.completed";
+
+/// Routes a scripted reply to WebSocket frames only (an HTTP body has no `type`).
+fn on_websocket(scripted: Scripted) -> Scripted {
+    scripted.when_body_contains("\"type\":\"response.create\"")
+}
+
+/// F6: over the WebSocket (`stream_max_retries` 2), every turn frame is answered by a close
+/// frame before any event; the turn goes on over HTTP. The catalogue's count (F4's rule) is
+/// 1 + `stream_max_retries` socket attempts: the first frame on the warm-up socket, then one
+/// new socket per retry.
+async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let closed =
+        || on_websocket(Scripted::sse(bodies::empty_response("resp-ws")).disconnect_after(0));
+    let mut script: Vec<Scripted> = (0..4).map(|_| closed()).collect();
+    script.push(Scripted::sse(bodies::assistant_reply(
+        "resp-http",
+        "over http",
+    )));
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(&app, &thread, vec![text("close")], &TurnOptions::default()).await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(
+        ctx,
+        "turn.final",
+        json!("over http"),
+        json!(turn.final_response()),
+    );
+    expect(
+        ctx,
+        "turn.errors",
+        json!([progress(2, 2, WS_CLOSED)]),
+        json!(errors(&turn)),
+    );
+    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    let asked: Vec<CapturedRequest> = requests.into_iter().filter(|r| !r.auto_warmup).collect();
+    let mut want = vec!["GET /v1/responses websocket"; 3];
+    want.push("POST /v1/responses http");
+    expect(ctx, "requests.transport", json!(want), transports(&asked));
+    let conns: Vec<Option<u64>> = asked.iter().map(|r| r.connection).collect();
+    expect(
+        ctx,
+        "frames.connections",
+        json!([0, 1, 2, null]),
+        json!(conns),
+    );
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(3),
+        json!(upgrades(&world).await?.len()),
+    );
+    if world.sidecar.status().await?.pending > 0 {
+        // Drift is recorded above; the replies this version never asked for are dropped.
+        world.sidecar.reset().await?;
+    }
+    world.finish().await
+}
+
+/// The connect timeout F5 configures (`websocket_connect_timeout_ms`).
+const CONNECT_MS: u64 = 1500;
+
+/// F5: every upgrade hangs (TCP accepted, no 101) under a 1.5 s connect timeout and
+/// `stream_max_retries` 2. The catalogue (F4's counts): the warm-up's upgrade, then
+/// 1 + `stream_max_retries` attempts in the turn, `Reconnecting... 2/2` (the first retry is
+/// silent), then HTTP in the same turn; the next turn stays on HTTP.
+async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        websocket_connect_timeout_ms: Some(CONNECT_MS),
+        ..WorldOptions::default()
+    };
+    let mut world = ctx.world(options).await?;
+    world
+        .websocket((0..6).map(|_| ConnectionScript::hang()).collect())
+        .await?;
+    world
+        .script(vec![
+            Scripted::sse(bodies::assistant_reply("resp-1", "one")),
+            Scripted::sse(bodies::assistant_reply("resp-2", "two")),
+        ])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let one = run_turn(&app, &thread, vec![text("hang")], &TurnOptions::default()).await?;
+    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
+    let status = json!([one.status, two.status]);
+    expect(
+        ctx,
+        "turns.status",
+        json!(["completed", "completed"]),
+        status,
+    );
+    let finals = json!([one.final_response(), two.final_response()]);
+    expect(ctx, "turns.final", json!(["one", "two"]), finals);
+    let notices = errors(&one);
+    let shape: Vec<Value> = notices
+        .iter()
+        .map(|e| json!([e["willRetry"], e["message"], e["codexErrorInfo"]]))
+        .collect();
+    let want = json!([[true, "Reconnecting... 2/2", {"responseStreamDisconnected": {"httpStatusCode": null}}]]);
+    expect(ctx, "turn1.errors", want, json!(shape));
+    // The catalogue asks for the detail per version: it is recorded whatever it says.
+    let details: Vec<&Value> = notices.iter().map(|e| &e["additionalDetails"]).collect();
+    ctx.drift(
+        "turn1.errors.additionalDetails",
+        json!(details),
+        format!("the hang's retry notice says {}", json!(details)),
+    );
+    expect(ctx, "turn2.errors", json!([]), json!(errors(&two)));
+    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 2]),
+        transports(&requests),
+    );
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(4),
+        json!(upgrades(&world).await?.len()),
+    );
+    if world.sidecar.status().await?.pending > 0 || world.sidecar.websocket(None, vec![]).await? > 0
+    {
+        // Drift is recorded above; the connection scripts no upgrade took are dropped.
+        world.sidecar.reset().await?;
+    }
+    world.finish().await
+}
+
+/// F7: over the WebSocket (`stream_max_retries` 2), the turn's first frame gets
+/// `response.created` and an assistant message, then a close frame; the retry completes.
+async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let script = vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::assistant_message("msg-partial", "partial"),
+            events::completed("resp-1"),
+        ])
+        .disconnect_after(2),
+        Scripted::sse(bodies::assistant_reply("resp-2", "whole")),
+    ];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
+    let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
+    expect(
+        ctx,
+        "turn.agentMessages",
+        json!(["partial", "whole"]),
+        json!(texts),
+    );
+    let frames = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    // The turn's frames, without the warm-ups the sidecar answered itself.
+    let turn_frames: Vec<&CapturedRequest> = frames.iter().filter(|f| !f.auto_warmup).collect();
+    let transport: Vec<CapturedRequest> = turn_frames.iter().map(|f| (*f).clone()).collect();
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["GET /v1/responses websocket"; 2]),
+        transports(&transport),
+    );
+    ensure!(
+        turn_frames.len() == 2,
+        "expected 2 turn frames, got {}",
+        turn_frames.len()
+    );
+    let (first, retry) = (turn_frames[0], turn_frames[1]);
+    let places = json!([first.connection, retry.connection]);
+    expect(ctx, "frames.connections", json!([0, 1]), places);
+    expect(
+        ctx,
+        "upgrades.count",
+        json!(2),
+        json!(upgrades(&world).await?.len()),
+    );
+    let ends = json!([first.stream_end, retry.stream_end]);
+    expect(
+        ctx,
+        "frames.stream_end",
+        json!(["disconnected", "completed"]),
+        ends,
+    );
+    expect(
+        ctx,
+        "retry.previous_response_id",
+        Value::Null,
+        retry.body["previous_response_id"].clone(),
+    );
+    let kept = retry.input()?.iter().any(|i| {
+        i["type"] == "message" && i["role"] == "assistant" && i.to_string().contains("partial")
+    });
+    expect(ctx, "retry.keeps_partial_item", json!(true), json!(kept));
+    let asks = retry.last_user_text();
+    expect(ctx, "retry.user_text", json!("cut"), json!(asks));
+    world.finish().await
+}
+
+/// A reply that sends `response.created` and then stalls until codex gives up.
+fn stalled(resp_id: &str) -> Scripted {
+    Scripted::sse(bodies::assistant_reply(resp_id, "never sent")).stall_after(1)
+}
+
+/// F10: `stream_idle_timeout_ms` 1500 and `stream_max_retries` 1. Turn 1 stalls on both
+/// attempts and fails; turn 2 stalls once and the retry completes.
+async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        stream_max_retries: 1,
+        stream_idle_timeout_ms: IDLE_MS,
+        ..WorldOptions::default()
+    };
+    let script = vec![
+        stalled("resp-1"),
+        stalled("resp-2"),
+        stalled("resp-3"),
+        Scripted::sse(bodies::assistant_reply("resp-4", "after the stall")),
+    ];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let one = run_turn(&app, &thread, vec![text("stall")], &TurnOptions::default()).await?;
+    expect(ctx, "turn1.status", json!("failed"), json!(one.status));
+    let terminal = json!({
+        "willRetry": false,
+        "message": IDLE_SSE,
+        "codexErrorInfo": "other",
+        "additionalDetails": null,
+    });
+    expect(
+        ctx,
+        "turn1.errors",
+        json!([progress(1, 1, IDLE_SSE), terminal]),
+        json!(errors(&one)),
+    );
+    expect(
+        ctx,
+        "turn1.error.message",
+        json!(IDLE_SSE),
+        json!(one.error_message()),
+    );
+    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
+    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect(
+        ctx,
+        "turn2.errors",
+        json!([progress(1, 1, IDLE_SSE)]),
+        json!(errors(&two)),
+    );
+    expect(
+        ctx,
+        "turn2.final",
+        json!("after the stall"),
+        json!(two.final_response()),
+    );
+    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 4]),
+        transports(&requests),
+    );
+    let ends: Vec<Option<&str>> = requests.iter().map(|r| r.stream_end.as_deref()).collect();
+    expect(
+        ctx,
+        "requests.stream_end",
+        json!([
+            "client_closed",
+            "client_closed",
+            "client_closed",
+            "completed"
+        ]),
+        json!(ends),
+    );
+    ensure!(
+        requests.len() == 4,
+        "expected 4 requests, got {}",
+        requests.len()
+    );
+    // Not before the timeout: each retry comes at least stream_idle_timeout_ms after the
+    // stalled attempt's last event left (the sidecar's clock; a retry sooner is drift).
+    for (a, b) in [(&requests[0], &requests[1]), (&requests[2], &requests[3])] {
+        let last = a.events_sent_ms.last().copied().unwrap_or(0.0);
+        let gap = b.received_at_ms.saturating_sub(a.received_at_ms) as f64 - last;
+        if gap + 1.0 < IDLE_MS as f64 {
+            let message = format!(
+                "request #{} came {gap:.0} ms after request #{}'s last event, before the \
+                 {IDLE_MS} ms idle timeout",
+                b.index, a.index
+            );
+            ctx.drift("retry.before_idle_timeout", json!(true), message);
+        }
+    }
+    world.finish().await
+}
+
+/// F11: `response.created` and an assistant message, then the TCP connection closes; the
+/// retry (`stream_max_retries` 1) completes.
+async fn http_closed(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        stream_max_retries: 1,
+        ..WorldOptions::default()
+    };
+    let script = vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::assistant_message("msg-partial", "partial"),
+            events::completed("resp-1"),
+        ])
+        .disconnect_after(2),
+        Scripted::sse(bodies::assistant_reply("resp-2", "whole")),
+    ];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(
+        ctx,
+        "turn.errors",
+        json!([progress(1, 1, CLOSED_SSE)]),
+        json!(errors(&turn)),
+    );
+    let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
+    expect(
+        ctx,
+        "turn.agentMessages",
+        json!(["partial", "whole"]),
+        json!(texts),
+    );
+    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 2]),
+        transports(&requests),
+    );
+    ensure!(
+        requests.len() == 2,
+        "expected 2 requests, got {}",
+        requests.len()
+    );
+    let ends: Vec<Option<&str>> = requests.iter().map(|r| r.stream_end.as_deref()).collect();
+    expect(
+        ctx,
+        "requests.stream_end",
+        json!(["disconnected", "completed"]),
+        json!(ends),
+    );
+    let (first, retry) = (requests[0].input()?, requests[1].input()?);
+    let kept = retry.iter().any(|i| {
+        i["type"] == "message" && i["role"] == "assistant" && i.to_string().contains("partial")
+    });
+    expect(ctx, "retry.keeps_partial_item", json!(true), json!(kept));
+    let grew = retry.len() as i64 - first.len() as i64;
+    expect(ctx, "retry.input_growth", json!(1), json!(grew));
+    world.finish().await
+}
+
+/// F12: five events 400 ms apart under a 1500 ms idle timeout.
+async fn slow_drip(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        stream_idle_timeout_ms: IDLE_MS,
+        ..WorldOptions::default()
+    };
+    let parts = ["drip", " drip", " drop"];
+    let body = bodies::streaming_reply("resp-1", "msg-1", &parts);
+    let count = body.len();
+    let script = vec![Scripted::sse(body).gap_ms(400)];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(&app, &thread, vec![text("drip")], &TurnOptions::default()).await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(ctx, "turn.chunks", json!(parts), json!(turn.chunks()));
+    expect(
+        ctx,
+        "turn.final",
+        json!(parts.concat()),
+        json!(turn.final_response()),
+    );
+    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
+    let requests = captured_requests(&world, 1, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(["POST /v1/responses http"]),
+        transports(&requests),
+    );
+    let request = requests.first().context("no request captured")?;
+    let sent = &request.events_sent_ms;
+    ensure!(
+        sent.len() == count,
+        "{} event times for {count} events",
+        sent.len()
+    );
+    // The sidecar's own clock: every gap at least 400 ms, and the whole stream longer than
+    // the idle timeout, so only the gaps, not the total, are under it.
+    for pair in sent.windows(2) {
+        ensure!(
+            pair[1] - pair[0] >= 399.0,
+            "events left {:.0} ms apart",
+            pair[1] - pair[0]
+        );
+    }
+    let span = sent.last().copied().unwrap_or(0.0);
+    ensure!(span > IDLE_MS as f64, "the stream lasted {span:.0} ms");
+    expect(
+        ctx,
+        "request.stream_end",
+        json!("completed"),
+        json!(request.stream_end),
+    );
+    world.finish().await
+}
+
+/// The fields of `account/rateLimits/updated` the catalogue names (0.161.0 and later add
+/// more, all null in these rows).
+const RATE_LIMIT_FIELDS: [&str; 6] = [
+    "limitId",
+    "limitName",
+    "primary",
+    "secondary",
+    "credits",
+    "planType",
+];
+
+/// Runs one turn and returns the catalogued fields of the first `account/rateLimits/updated`
+/// that came after `turn/start` (waiting briefly for it), or null when none came.
+async fn rate_limit_turn(
+    app: &AppServer,
+    thread: &str,
+    prompt: &str,
+) -> anyhow::Result<(Turn, Value)> {
+    let cursor = app.cursor();
+    let turn = run_turn(app, thread, vec![text(prompt)], &TurnOptions::default()).await?;
+    let update = app
+        .wait_for(
+            cursor,
+            Duration::from_secs(2),
+            "account/rateLimits/updated",
+            |m| m.is("account/rateLimits/updated"),
+        )
+        .await
+        .ok();
+    let fields = match update {
+        Some(m) => {
+            let limits = &m.params()["rateLimits"];
+            RATE_LIMIT_FIELDS
+                .iter()
+                .map(|k| (k.to_string(), limits[*k].clone()))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        }
+        None => Value::Null,
+    };
+    Ok((turn, fields))
+}
+
+/// F17: turn 1's response carries the primary, secondary and credit headers; turn 2's none.
+async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
+    let primary = Window {
+        used_percent: 42.5,
+        window_minutes: Some(300),
+        reset_at: Some(1_796_089_227),
+    };
+    let secondary = Window {
+        used_percent: 7.0,
+        window_minutes: Some(10_080),
+        reset_at: Some(1_796_172_027),
+    };
+    let mut limited = Scripted::sse(bodies::assistant_reply("resp-1", "limited"));
+    let mut headers = rate_limits::headers("codex", Some(&primary), Some(&secondary));
+    headers.extend(rate_limits::credits_headers(true, false, "12.34"));
+    for (name, value) in &headers {
+        limited = limited.header(name, value);
+    }
+    let script = vec![
+        limited,
+        Scripted::sse(bodies::assistant_reply("resp-2", "plain")),
+    ];
+    let (world, app, thread, _) =
+        setup_with(ctx, WorldOptions::default(), script, json!({})).await?;
+    let (one, got) = rate_limit_turn(&app, &thread, "limits").await?;
+    expect(ctx, "turn1.status", json!("completed"), json!(one.status));
+    let want = json!({
+        "limitId": "codex",
+        "limitName": null,
+        "primary": {"usedPercent": 43, "windowDurationMins": 300, "resetsAt": 1_796_089_227},
+        "secondary": {"usedPercent": 7, "windowDurationMins": 10_080, "resetsAt": 1_796_172_027},
+        "credits": {"hasCredits": true, "unlimited": false, "balance": "12.34"},
+        "planType": null,
+    });
+    expect(ctx, "turn1.rateLimits", want, got);
+    let (two, got) = rate_limit_turn(&app, &thread, "no limits").await?;
+    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    let want = json!({
+        "limitId": "codex",
+        "limitName": null,
+        "primary": null,
+        "secondary": null,
+        "credits": null,
+        "planType": null,
+    });
+    expect(ctx, "turn2.rateLimits", want, got);
+    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 2]),
+        transports(&requests),
+    );
+    world.finish().await
+}
