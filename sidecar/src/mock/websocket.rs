@@ -67,6 +67,30 @@ pub(crate) async fn upgrade(
     shared: Arc<Shared>,
     mut request: Request<Incoming>,
 ) -> Response<ReplyBody> {
+    let (capture, script, warmup) = take_connection(&shared, &request);
+    match &script.handshake {
+        Handshake::Refuse {
+            status,
+            headers,
+            body,
+        } => refused(*status, headers, body),
+        Handshake::Hang => {
+            // Never answered: the client times out and closes, or the server stops.
+            shared.stopping.notified().await;
+            plain(StatusCode::SERVICE_UNAVAILABLE, Bytes::new(), None)
+        }
+        Handshake::Accept { headers } => {
+            accepted(shared, &mut request, &script, capture, warmup, headers)
+        }
+    }
+}
+
+/// Captures the upgrade request and takes the next connection script (accept by default) and
+/// its warm-up setting.
+fn take_connection(
+    shared: &Shared,
+    request: &Request<Incoming>,
+) -> (Arc<Capture>, ConnectionScript, Warmup) {
     let headers = merge_headers(
         request
             .headers()
@@ -90,75 +114,75 @@ pub(crate) async fn upgrade(
         let warmup = script.warmup.unwrap_or(state.warmup);
         (script, warmup)
     });
-    match &script.handshake {
-        Handshake::Refuse {
-            status,
-            headers,
-            body,
-        } => {
-            let (bytes, content_type) = match body {
-                Value::Null => (Bytes::new(), None),
-                Value::String(text) => (Bytes::from(text.clone()), Some("text/plain")),
-                json => (Bytes::from(json.to_string()), Some("application/json")),
-            };
-            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST);
-            let mut response = plain(status, bytes, content_type);
-            add_headers(&mut response, headers);
-            response
-        }
-        Handshake::Hang => {
-            // Never answered: the client times out and closes, or the server stops.
-            shared.stopping.notified().await;
-            plain(StatusCode::SERVICE_UNAVAILABLE, Bytes::new(), None)
-        }
-        Handshake::Accept { headers } => {
-            let Some(key) = request.headers().get(SEC_WEBSOCKET_KEY) else {
-                return plain(
-                    StatusCode::BAD_REQUEST,
-                    Bytes::from_static(b"missing sec-websocket-key"),
-                    Some("text/plain"),
-                );
-            };
-            let accept = derive_accept_key(key.as_bytes());
-            let on_upgrade = hyper::upgrade::on(&mut request);
-            let responses: VecDeque<Arc<Prepared>> = script
-                .responses
-                .iter()
-                .filter_map(|s| queue::prepare(s).ok().map(Arc::new))
-                .collect();
-            let task_shared = Arc::clone(&shared);
-            tokio::spawn(async move {
-                let Ok(upgraded) = on_upgrade.await else {
-                    return;
-                };
-                let ws =
-                    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None)
-                        .await;
-                let mut connection = Connection {
-                    ws,
-                    inbox: VecDeque::new(),
-                    gone: false,
-                    shared: task_shared,
-                    handshake: capture,
-                    responses,
-                    warmup,
-                    completed: HashSet::new(),
-                    frames: 0,
-                };
-                connection.run().await;
-            });
-            let mut response = Response::new(ReplyBody::whole(Bytes::new()));
-            *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-            let h = response.headers_mut();
-            h.insert(CONNECTION, HeaderValue::from_static("upgrade"));
-            h.insert(UPGRADE, HeaderValue::from_static("websocket"));
-            if let Ok(value) = HeaderValue::from_str(&accept) {
-                h.insert(SEC_WEBSOCKET_ACCEPT, value);
-            }
-            add_headers(&mut response, headers);
-            response
-        }
+    (capture, script, warmup)
+}
+
+/// The refusal a `refuse` handshake scripts: its status, headers and body.
+fn refused(status: u16, headers: &[(String, String)], body: &Value) -> Response<ReplyBody> {
+    let (bytes, content_type) = match body {
+        Value::Null => (Bytes::new(), None),
+        Value::String(text) => (Bytes::from(text.clone()), Some("text/plain")),
+        json => (Bytes::from(json.to_string()), Some("application/json")),
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = plain(status, bytes, content_type);
+    add_headers(&mut response, headers);
+    response
+}
+
+/// Accepts the upgrade: starts the connection's task once the upgrade completes and answers
+/// 101 Switching Protocols with the script's extra headers.
+fn accepted(
+    shared: Arc<Shared>,
+    request: &mut Request<Incoming>,
+    script: &ConnectionScript,
+    capture: Arc<Capture>,
+    warmup: Warmup,
+    headers: &[(String, String)],
+) -> Response<ReplyBody> {
+    let Some(key) = request.headers().get(SEC_WEBSOCKET_KEY) else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            Bytes::from_static(b"missing sec-websocket-key"),
+            Some("text/plain"),
+        );
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    let on_upgrade = hyper::upgrade::on(request);
+    let responses: VecDeque<Arc<Prepared>> = script
+        .responses
+        .iter()
+        .filter_map(|s| queue::prepare(s).ok().map(Arc::new))
+        .collect();
+    let task_shared = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let mut connection = Connection {
+            ws,
+            inbox: VecDeque::new(),
+            gone: false,
+            shared: task_shared,
+            handshake: capture,
+            responses,
+            warmup,
+            completed: HashSet::new(),
+            frames: 0,
+        };
+        connection.run().await;
+    });
+    let mut response = Response::new(ReplyBody::whole(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = response.headers_mut();
+    h.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(value) = HeaderValue::from_str(&accept) {
+        h.insert(SEC_WEBSOCKET_ACCEPT, value);
     }
+    add_headers(&mut response, headers);
+    response
 }
 
 /// One accepted WebSocket connection.
