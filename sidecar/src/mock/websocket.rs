@@ -270,6 +270,23 @@ impl Connection {
     /// Handles one client frame; false when the connection is over.
     async fn frame(&mut self, text: String) -> bool {
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        let capture = self.frame_capture(text, parsed.as_ref());
+        let (capture, answer) = self.answer_for(parsed.as_ref(), capture);
+        match answer {
+            Answer::Nothing => true,
+            Answer::AutoWarmup => self.auto_warmup(&capture).await,
+            Answer::Unscripted(message) => {
+                eprintln!("{message}");
+                let frame = ws_frames::error_frame_for_body(500, &unscripted_body(&message), &[]);
+                self.send_one(&capture, &frame).await
+            }
+            Answer::Scripted(prepared) => self.serve(&capture, &prepared).await,
+        }
+    }
+
+    /// The capture of one client frame: the handshake's path and headers, the frame's number
+    /// and body, and a `previous_response_id` this connection did not complete.
+    fn frame_capture(&mut self, text: String, parsed: Option<&Value>) -> Capture {
         let mut capture = Capture::new(
             self.handshake.method.clone(),
             self.handshake.path.clone(),
@@ -281,7 +298,7 @@ impl Connection {
         capture.frame = Some(self.frames);
         self.frames += 1;
         capture.body = text.into_bytes();
-        if let Some(previous) = parsed.as_ref().and_then(ws_frames::previous_response_id)
+        if let Some(previous) = parsed.and_then(ws_frames::previous_response_id)
             && !self.completed.contains(previous)
         {
             let message = format!(
@@ -290,19 +307,22 @@ impl Connection {
             eprintln!("codex-parity-sidecar: {message}");
             capture.chain_error = Some(message);
         }
-        let is_create = parsed
-            .as_ref()
-            .and_then(|p| p.get("type"))
-            .and_then(Value::as_str)
-            == Some("response.create");
-        let warm = parsed.as_ref().is_some_and(ws_frames::is_warmup);
+        capture
+    }
+
+    /// Records the frame and decides what it gets: this connection's own next response, the
+    /// shared queue's, the sidecar's warm-up answer, or the unscripted error.
+    fn answer_for(&mut self, parsed: Option<&Value>, capture: Capture) -> (Arc<Capture>, Answer) {
+        let is_create =
+            parsed.and_then(|p| p.get("type")).and_then(Value::as_str) == Some("response.create");
+        let warm = parsed.is_some_and(ws_frames::is_warmup);
         let auto = self.warmup == Warmup::Auto;
         let own = if is_create && !(warm && auto) {
             self.responses.pop_front()
         } else {
             None
         };
-        let (capture, answer) = self.shared.record(capture, |state, capture| {
+        self.shared.record(capture, |state, capture| {
             if !is_create {
                 return Answer::Nothing;
             }
@@ -329,35 +349,29 @@ impl Connection {
                     Answer::Unscripted(unscripted_message(capture, state.queue.len()))
                 }
             }
-        });
-        match answer {
-            Answer::Nothing => true,
-            Answer::AutoWarmup => {
-                let id = format!(
-                    "resp_warmup_{}_{}",
-                    capture.connection.unwrap_or(0),
-                    capture.frame.unwrap_or(0)
-                );
-                let events = bodies::empty_response(&id);
-                self.completed.insert(id);
-                let end = stream::deliver(
-                    self,
-                    &events,
-                    &Default::default(),
-                    &Arc::clone(&self.shared).gates,
-                    &capture.delivery,
-                    capture.started,
-                )
-                .await;
-                end == End::Completed
-            }
-            Answer::Unscripted(message) => {
-                eprintln!("{message}");
-                let frame = ws_frames::error_frame_for_body(500, &unscripted_body(&message), &[]);
-                self.send_one(&capture, &frame).await
-            }
-            Answer::Scripted(prepared) => self.serve(&capture, &prepared).await,
-        }
+        })
+    }
+
+    /// Answers a warm-up frame with an empty completed response; false when the connection is
+    /// over.
+    async fn auto_warmup(&mut self, capture: &Capture) -> bool {
+        let id = format!(
+            "resp_warmup_{}_{}",
+            capture.connection.unwrap_or(0),
+            capture.frame.unwrap_or(0)
+        );
+        let events = bodies::empty_response(&id);
+        self.completed.insert(id);
+        let end = stream::deliver(
+            self,
+            &events,
+            &Default::default(),
+            &Arc::clone(&self.shared).gates,
+            &capture.delivery,
+            capture.started,
+        )
+        .await;
+        end == End::Completed
     }
 
     /// Sends one frame as the whole response and records it.
