@@ -695,7 +695,14 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
         json!("after the stall"),
         json!(two.final_response()),
     );
-    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    stall_requests(ctx, &world).await?;
+    world.finish().await
+}
+
+/// F10's requests: all over HTTP, the stalled attempts closed by codex, and each retry no
+/// sooner than the idle timeout.
+async fn stall_requests(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
+    let requests = captured_requests(world, 4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -719,6 +726,13 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
         "expected 4 requests, got {}",
         requests.len()
     );
+    retries_after_idle_timeout(ctx, &requests);
+    Ok(())
+}
+
+/// Records drift (`retry.before_idle_timeout`) for each retry that came before the idle timeout
+/// after its stalled attempt (`requests` holds F10's four requests).
+fn retries_after_idle_timeout(ctx: &Ctx, requests: &[CapturedRequest]) {
     // Not before the timeout: each retry comes at least stream_idle_timeout_ms after the
     // stalled attempt's last event left (the sidecar's clock; a retry sooner is drift).
     for (a, b) in [(&requests[0], &requests[1]), (&requests[2], &requests[3])] {
@@ -733,7 +747,6 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
             ctx.drift("retry.before_idle_timeout", json!(true), message);
         }
     }
-    world.finish().await
 }
 
 /// F11: `response.created` and an assistant message, then the TCP connection closes; the
