@@ -200,6 +200,19 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         transport: Transport::WebSocket,
         ..WorldOptions::default()
     };
+    let script = websocket_turn_script();
+    let tool = calculate_tool();
+    let (world, app, thread, _) =
+        setup_with(ctx, options, script, json!({"dynamicTools": [tool]})).await?;
+    websocket_turns(ctx, &app, &thread).await?;
+    let frames = websocket_frames(ctx, &world).await?;
+    check_frame_chain(ctx, &frames)?;
+    world.finish().await
+}
+
+/// F1's script: a streamed reply with usage, then a `calculate` call (with an item id) and the
+/// answer after its output.
+fn websocket_turn_script() -> Vec<Scripted> {
     let mut first = bodies::streaming_reply("resp-1", "msg-1", &["Hel", "lo"]);
     if let Some(last) = first.last_mut() {
         *last = events::completed_with_usage("resp-1", SAMPLE_USAGE);
@@ -208,18 +221,23 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
     // An id on every output item (`transports.md` §0): 0.161.0 sends the follow-up of an
     // id-less call in full.
     call["item"]["id"] = json!("fc-1");
-    let script = vec![
+    vec![
         Scripted::sse(first),
         super::call_reply("resp-2", call),
         Scripted::sse(bodies::assistant_reply("resp-3", "42")),
-    ];
+    ]
+}
+
+/// F1's dynamic tool `calculate`, taking an integer `value`.
+fn calculate_tool() -> Value {
     let schema =
         json!({"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]});
-    let tool =
-        json!({"type":"function","name":"calculate","description":"Add one.","inputSchema":schema});
-    let (world, app, thread, _) =
-        setup_with(ctx, options, script, json!({"dynamicTools": [tool]})).await?;
-    let calls = record_requests(&app, "item/tool/call", |params| {
+    json!({"type":"function","name":"calculate","description":"Add one.","inputSchema":schema})
+}
+
+/// F1's two turns (the second calls the tool) and what the client saw of them.
+async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Result<()> {
+    let calls = record_requests(app, "item/tool/call", |params| {
         if params["tool"] != "calculate" {
             return Err(RpcError {
                 code: RpcError::INVALID_PARAMS,
@@ -229,7 +247,7 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         }
         Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": 42}"}],"success":true}))
     });
-    let one = run_turn(&app, &thread, vec![text("hi")], &TurnOptions::default()).await?;
+    let one = run_turn(app, thread, vec![text("hi")], &TurnOptions::default()).await?;
     expect(ctx, "turn1.status", json!("completed"), json!(one.status));
     expect(
         ctx,
@@ -251,8 +269,8 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         json!(total),
     );
     let two = run_turn(
-        &app,
-        &thread,
+        app,
+        thread,
         vec![text("use the tool")],
         &TurnOptions::default(),
     )
@@ -271,14 +289,20 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         json!([]),
         json!([errors(&one), errors(&two)].concat()),
     );
-    let frames = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    Ok(())
+}
+
+/// F1's frames, after checking their transport, the one upgrade with its `OpenAI-Beta` header
+/// and each frame's place (connection, frame number).
+async fn websocket_frames(ctx: &Ctx, world: &World) -> anyhow::Result<Vec<CapturedRequest>> {
+    let frames = captured_requests(world, 4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
         json!(vec!["GET /v1/responses websocket"; 4]),
         transports(&frames),
     );
-    let up = upgrades(&world).await?;
+    let up = upgrades(world).await?;
     expect(ctx, "upgrades.count", json!(1), json!(up.len()));
     let beta = up.first().and_then(|u| u.all_headers.get("openai-beta"));
     let beta_ok = beta.is_some_and(|b| b.starts_with("responses_websockets="));
@@ -298,6 +322,12 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         "expected 4 frames, the sidecar captured {}",
         frames.len()
     );
+    Ok(frames)
+}
+
+/// F1's frame chain: the warm-up answered by the sidecar, each frame's `previous_response_id`,
+/// and only the new items in each frame.
+fn check_frame_chain(ctx: &Ctx, frames: &[CapturedRequest]) -> anyhow::Result<()> {
     let warm = &frames[0];
     expect(
         ctx,
@@ -343,7 +373,7 @@ async fn websocket_turn(ctx: &Ctx) -> anyhow::Result<()> {
         json!(["function_call_output"]),
         json!(follow),
     );
-    world.finish().await
+    Ok(())
 }
 
 /// F3: the upgrade is refused with 426; both turns of the session go over HTTP.
@@ -665,7 +695,14 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
         json!("after the stall"),
         json!(two.final_response()),
     );
-    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    stall_requests(ctx, &world).await?;
+    world.finish().await
+}
+
+/// F10's requests: all over HTTP, the stalled attempts closed by codex, and each retry no
+/// sooner than the idle timeout.
+async fn stall_requests(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
+    let requests = captured_requests(world, 4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -689,6 +726,13 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
         "expected 4 requests, got {}",
         requests.len()
     );
+    retries_after_idle_timeout(ctx, &requests);
+    Ok(())
+}
+
+/// Records drift (`retry.before_idle_timeout`) for each retry that came before the idle timeout
+/// after its stalled attempt (`requests` holds F10's four requests).
+fn retries_after_idle_timeout(ctx: &Ctx, requests: &[CapturedRequest]) {
     // Not before the timeout: each retry comes at least stream_idle_timeout_ms after the
     // stalled attempt's last event left (the sidecar's clock; a retry sooner is drift).
     for (a, b) in [(&requests[0], &requests[1]), (&requests[2], &requests[3])] {
@@ -703,7 +747,6 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
             ctx.drift("retry.before_idle_timeout", json!(true), message);
         }
     }
-    world.finish().await
 }
 
 /// F11: `response.created` and an assistant message, then the TCP connection closes; the

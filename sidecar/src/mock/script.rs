@@ -410,6 +410,38 @@ impl Scripted {
     }
 
     fn from_object(object: &Map<String, Value>) -> Result<Self, ScriptError> {
+        let form = Scripted::form_of(object)?;
+        let reply = Scripted::reply_of(object, form)?;
+        let delay_ms = match object.get("delay_ms") {
+            None => 0,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| shape("\"delay_ms\" must be a non-negative integer"))?,
+        };
+        let headers = match object.get("headers") {
+            None => Vec::new(),
+            Some(v) => parse_headers(v, "headers")?,
+        };
+        let when = object.get("when").map(When::from_json).transpose()?;
+        let timing = if form == "events" {
+            Timing::take_from(&mut object.clone()).map_err(ScriptError::Shape)?
+        } else {
+            Timing::default()
+        };
+        let endpoint = Scripted::endpoint_of(object)?;
+        Ok(Scripted {
+            reply,
+            delay_ms,
+            headers,
+            when,
+            timing,
+            endpoint,
+        })
+    }
+
+    /// The object's one form (`events`, `status` or `raw`), once its fields are all allowed
+    /// for that form.
+    fn form_of(object: &Map<String, Value>) -> Result<&'static str, ScriptError> {
         let forms: Vec<&str> = ["events", "status", "raw"]
             .into_iter()
             .filter(|k| object.contains_key(*k))
@@ -447,7 +479,12 @@ impl Scripted {
                 allowed.join(", ")
             )));
         }
-        let reply = match forms[0] {
+        Ok(forms[0])
+    }
+
+    /// The reply of the object's form: its events, its HTTP error or its raw body.
+    fn reply_of(object: &Map<String, Value>, form: &str) -> Result<ScriptedReply, ScriptError> {
+        let reply = match form {
             "events" => match &object["events"] {
                 Value::Array(events) => ScriptedReply::Sse(events.clone()),
                 _ => return Err(shape("\"events\" must be an array")),
@@ -476,22 +513,11 @@ impl Scripted {
                 }
             }
         };
-        let delay_ms = match object.get("delay_ms") {
-            None => 0,
-            Some(v) => v
-                .as_u64()
-                .ok_or_else(|| shape("\"delay_ms\" must be a non-negative integer"))?,
-        };
-        let headers = match object.get("headers") {
-            None => Vec::new(),
-            Some(v) => parse_headers(v, "headers")?,
-        };
-        let when = object.get("when").map(When::from_json).transpose()?;
-        let timing = if forms[0] == "events" {
-            Timing::take_from(&mut object.clone()).map_err(ScriptError::Shape)?
-        } else {
-            Timing::default()
-        };
+        Ok(reply)
+    }
+
+    /// Which endpoint the response answers: `responses` (the default) or `compact`.
+    fn endpoint_of(object: &Map<String, Value>) -> Result<Endpoint, ScriptError> {
         let endpoint = match object.get("endpoint") {
             None | Some(Value::Null) => Endpoint::Responses,
             Some(Value::String(s)) if s == "responses" => Endpoint::Responses,
@@ -502,14 +528,7 @@ impl Scripted {
                 )));
             }
         };
-        Ok(Scripted {
-            reply,
-            delay_ms,
-            headers,
-            when,
-            timing,
-            endpoint,
-        })
+        Ok(endpoint)
     }
 
     /// Checks what would otherwise fail when the response is served.

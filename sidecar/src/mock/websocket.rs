@@ -67,6 +67,30 @@ pub(crate) async fn upgrade(
     shared: Arc<Shared>,
     mut request: Request<Incoming>,
 ) -> Response<ReplyBody> {
+    let (capture, script, warmup) = take_connection(&shared, &request);
+    match &script.handshake {
+        Handshake::Refuse {
+            status,
+            headers,
+            body,
+        } => refused(*status, headers, body),
+        Handshake::Hang => {
+            // Never answered: the client times out and closes, or the server stops.
+            shared.stopping.notified().await;
+            plain(StatusCode::SERVICE_UNAVAILABLE, Bytes::new(), None)
+        }
+        Handshake::Accept { headers } => {
+            accepted(shared, &mut request, &script, capture, warmup, headers)
+        }
+    }
+}
+
+/// Captures the upgrade request and takes the next connection script (accept by default) and
+/// its warm-up setting.
+fn take_connection(
+    shared: &Shared,
+    request: &Request<Incoming>,
+) -> (Arc<Capture>, ConnectionScript, Warmup) {
     let headers = merge_headers(
         request
             .headers()
@@ -90,75 +114,75 @@ pub(crate) async fn upgrade(
         let warmup = script.warmup.unwrap_or(state.warmup);
         (script, warmup)
     });
-    match &script.handshake {
-        Handshake::Refuse {
-            status,
-            headers,
-            body,
-        } => {
-            let (bytes, content_type) = match body {
-                Value::Null => (Bytes::new(), None),
-                Value::String(text) => (Bytes::from(text.clone()), Some("text/plain")),
-                json => (Bytes::from(json.to_string()), Some("application/json")),
-            };
-            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST);
-            let mut response = plain(status, bytes, content_type);
-            add_headers(&mut response, headers);
-            response
-        }
-        Handshake::Hang => {
-            // Never answered: the client times out and closes, or the server stops.
-            shared.stopping.notified().await;
-            plain(StatusCode::SERVICE_UNAVAILABLE, Bytes::new(), None)
-        }
-        Handshake::Accept { headers } => {
-            let Some(key) = request.headers().get(SEC_WEBSOCKET_KEY) else {
-                return plain(
-                    StatusCode::BAD_REQUEST,
-                    Bytes::from_static(b"missing sec-websocket-key"),
-                    Some("text/plain"),
-                );
-            };
-            let accept = derive_accept_key(key.as_bytes());
-            let on_upgrade = hyper::upgrade::on(&mut request);
-            let responses: VecDeque<Arc<Prepared>> = script
-                .responses
-                .iter()
-                .filter_map(|s| queue::prepare(s).ok().map(Arc::new))
-                .collect();
-            let task_shared = Arc::clone(&shared);
-            tokio::spawn(async move {
-                let Ok(upgraded) = on_upgrade.await else {
-                    return;
-                };
-                let ws =
-                    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None)
-                        .await;
-                let mut connection = Connection {
-                    ws,
-                    inbox: VecDeque::new(),
-                    gone: false,
-                    shared: task_shared,
-                    handshake: capture,
-                    responses,
-                    warmup,
-                    completed: HashSet::new(),
-                    frames: 0,
-                };
-                connection.run().await;
-            });
-            let mut response = Response::new(ReplyBody::whole(Bytes::new()));
-            *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-            let h = response.headers_mut();
-            h.insert(CONNECTION, HeaderValue::from_static("upgrade"));
-            h.insert(UPGRADE, HeaderValue::from_static("websocket"));
-            if let Ok(value) = HeaderValue::from_str(&accept) {
-                h.insert(SEC_WEBSOCKET_ACCEPT, value);
-            }
-            add_headers(&mut response, headers);
-            response
-        }
+    (capture, script, warmup)
+}
+
+/// The refusal a `refuse` handshake scripts: its status, headers and body.
+fn refused(status: u16, headers: &[(String, String)], body: &Value) -> Response<ReplyBody> {
+    let (bytes, content_type) = match body {
+        Value::Null => (Bytes::new(), None),
+        Value::String(text) => (Bytes::from(text.clone()), Some("text/plain")),
+        json => (Bytes::from(json.to_string()), Some("application/json")),
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = plain(status, bytes, content_type);
+    add_headers(&mut response, headers);
+    response
+}
+
+/// Accepts the upgrade: starts the connection's task once the upgrade completes and answers
+/// 101 Switching Protocols with the script's extra headers.
+fn accepted(
+    shared: Arc<Shared>,
+    request: &mut Request<Incoming>,
+    script: &ConnectionScript,
+    capture: Arc<Capture>,
+    warmup: Warmup,
+    headers: &[(String, String)],
+) -> Response<ReplyBody> {
+    let Some(key) = request.headers().get(SEC_WEBSOCKET_KEY) else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            Bytes::from_static(b"missing sec-websocket-key"),
+            Some("text/plain"),
+        );
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    let on_upgrade = hyper::upgrade::on(request);
+    let responses: VecDeque<Arc<Prepared>> = script
+        .responses
+        .iter()
+        .filter_map(|s| queue::prepare(s).ok().map(Arc::new))
+        .collect();
+    let task_shared = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let mut connection = Connection {
+            ws,
+            inbox: VecDeque::new(),
+            gone: false,
+            shared: task_shared,
+            handshake: capture,
+            responses,
+            warmup,
+            completed: HashSet::new(),
+            frames: 0,
+        };
+        connection.run().await;
+    });
+    let mut response = Response::new(ReplyBody::whole(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = response.headers_mut();
+    h.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(value) = HeaderValue::from_str(&accept) {
+        h.insert(SEC_WEBSOCKET_ACCEPT, value);
     }
+    add_headers(&mut response, headers);
+    response
 }
 
 /// One accepted WebSocket connection.
@@ -246,6 +270,23 @@ impl Connection {
     /// Handles one client frame; false when the connection is over.
     async fn frame(&mut self, text: String) -> bool {
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        let capture = self.frame_capture(text, parsed.as_ref());
+        let (capture, answer) = self.answer_for(parsed.as_ref(), capture);
+        match answer {
+            Answer::Nothing => true,
+            Answer::AutoWarmup => self.auto_warmup(&capture).await,
+            Answer::Unscripted(message) => {
+                eprintln!("{message}");
+                let frame = ws_frames::error_frame_for_body(500, &unscripted_body(&message), &[]);
+                self.send_one(&capture, &frame).await
+            }
+            Answer::Scripted(prepared) => self.serve(&capture, &prepared).await,
+        }
+    }
+
+    /// The capture of one client frame: the handshake's path and headers, the frame's number
+    /// and body, and a `previous_response_id` this connection did not complete.
+    fn frame_capture(&mut self, text: String, parsed: Option<&Value>) -> Capture {
         let mut capture = Capture::new(
             self.handshake.method.clone(),
             self.handshake.path.clone(),
@@ -257,7 +298,7 @@ impl Connection {
         capture.frame = Some(self.frames);
         self.frames += 1;
         capture.body = text.into_bytes();
-        if let Some(previous) = parsed.as_ref().and_then(ws_frames::previous_response_id)
+        if let Some(previous) = parsed.and_then(ws_frames::previous_response_id)
             && !self.completed.contains(previous)
         {
             let message = format!(
@@ -266,19 +307,22 @@ impl Connection {
             eprintln!("codex-parity-sidecar: {message}");
             capture.chain_error = Some(message);
         }
-        let is_create = parsed
-            .as_ref()
-            .and_then(|p| p.get("type"))
-            .and_then(Value::as_str)
-            == Some("response.create");
-        let warm = parsed.as_ref().is_some_and(ws_frames::is_warmup);
+        capture
+    }
+
+    /// Records the frame and decides what it gets: this connection's own next response, the
+    /// shared queue's, the sidecar's warm-up answer, or the unscripted error.
+    fn answer_for(&mut self, parsed: Option<&Value>, capture: Capture) -> (Arc<Capture>, Answer) {
+        let is_create =
+            parsed.and_then(|p| p.get("type")).and_then(Value::as_str) == Some("response.create");
+        let warm = parsed.is_some_and(ws_frames::is_warmup);
         let auto = self.warmup == Warmup::Auto;
         let own = if is_create && !(warm && auto) {
             self.responses.pop_front()
         } else {
             None
         };
-        let (capture, answer) = self.shared.record(capture, |state, capture| {
+        self.shared.record(capture, |state, capture| {
             if !is_create {
                 return Answer::Nothing;
             }
@@ -305,35 +349,29 @@ impl Connection {
                     Answer::Unscripted(unscripted_message(capture, state.queue.len()))
                 }
             }
-        });
-        match answer {
-            Answer::Nothing => true,
-            Answer::AutoWarmup => {
-                let id = format!(
-                    "resp_warmup_{}_{}",
-                    capture.connection.unwrap_or(0),
-                    capture.frame.unwrap_or(0)
-                );
-                let events = bodies::empty_response(&id);
-                self.completed.insert(id);
-                let end = stream::deliver(
-                    self,
-                    &events,
-                    &Default::default(),
-                    &Arc::clone(&self.shared).gates,
-                    &capture.delivery,
-                    capture.started,
-                )
-                .await;
-                end == End::Completed
-            }
-            Answer::Unscripted(message) => {
-                eprintln!("{message}");
-                let frame = ws_frames::error_frame_for_body(500, &unscripted_body(&message), &[]);
-                self.send_one(&capture, &frame).await
-            }
-            Answer::Scripted(prepared) => self.serve(&capture, &prepared).await,
-        }
+        })
+    }
+
+    /// Answers a warm-up frame with an empty completed response; false when the connection is
+    /// over.
+    async fn auto_warmup(&mut self, capture: &Capture) -> bool {
+        let id = format!(
+            "resp_warmup_{}_{}",
+            capture.connection.unwrap_or(0),
+            capture.frame.unwrap_or(0)
+        );
+        let events = bodies::empty_response(&id);
+        self.completed.insert(id);
+        let end = stream::deliver(
+            self,
+            &events,
+            &Default::default(),
+            &Arc::clone(&self.shared).gates,
+            &capture.delivery,
+            capture.started,
+        )
+        .await;
+        end == End::Completed
     }
 
     /// Sends one frame as the whole response and records it.
