@@ -114,9 +114,6 @@ fn kind(s: &Scenario, baseline: &Baseline) -> String {
 fn main() -> ExitCode {
     let (bins, rest) = split_args(std::env::args_os());
     let args = Arguments::from_iter(rest);
-    if let Some(warning) = codex_parity::codex::sandbox::missing_bwrap_warning() {
-        eprintln!("{warning}");
-    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -74,9 +74,6 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (targets, scenarios) = prepared;
-    if let Some(warning) = codex_parity::codex::sandbox::missing_bwrap_warning() {
-        eprintln!("{warning}");
-    }
     let jobs = args.matrix.jobs();
     let settings = Arc::new(settings(args.keep, args.bless)?);
     let shard = args.shard.unwrap_or(Shard::ALL);

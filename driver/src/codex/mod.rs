@@ -6,7 +6,6 @@ pub mod binaries;
 pub mod binary;
 pub mod capabilities;
 pub mod install;
-pub mod sandbox;
 pub mod schema;
 pub mod schema_diff;
 pub mod versions;
