@@ -150,7 +150,16 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         "the approval request does not show the command: {request}"
     );
     let items = turn.completed_items("commandExecution");
-    ensure_eq!(items.len(), 1, "completed commandExecution items");
+    ensure_eq!(
+        items.len(),
+        1,
+        "completed commandExecution items (the turn's notifications: {})",
+        turn.messages
+            .iter()
+            .map(|m| m.method())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let item = items[0];
     ensure_eq!(item["id"], request["itemId"], "the approved item's id");
     let file = world.workspace.join("approved.txt");
