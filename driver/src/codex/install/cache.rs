@@ -67,6 +67,11 @@ impl Cache {
         if !path.is_file() {
             return None;
         }
+        // An install of an older layout (the binary alone) is made again.
+        let record = super::read_record(self, version).ok()?;
+        if record.layout < super::LAYOUT {
+            return None;
+        }
         binary::probe(&path)
             .await
             .ok()

@@ -70,7 +70,23 @@ pub struct InstallRecord {
     pub tarball_integrity: Option<String>,
     /// Install time, seconds since the Unix epoch.
     pub installed_at: u64,
+    /// The cache layout this install follows ([`LAYOUT`]); 0 for installs that kept only the
+    /// binary, which are made again.
+    #[serde(default)]
+    pub layout: u32,
+    /// The package's resources kept beside the binary, relative to it (e.g.
+    /// `codex-resources/bwrap`: codex sandboxes commands with the bubblewrap its package ships
+    /// and checks its digest there, next to the executable).
+    #[serde(default)]
+    pub resources: Vec<String>,
 }
+
+/// The cache layout: 1 keeps the binary and the package's bundled resources beside it.
+pub const LAYOUT: u32 = 1;
+
+/// The package resources codex looks for next to its executable, relative to the package's
+/// `bin/` parent.
+pub const RESOURCES: [&str; 1] = ["codex-resources/bwrap"];
 
 /// How to run the installer; the defaults fetch from npm on this machine.
 #[derive(Debug, Clone, Default)]
@@ -128,7 +144,7 @@ pub async fn install_with(
     let target = cache.binary_path(version);
     if target.exists() {
         progress.message(&format!(
-            "cached Codex {version} at {} is broken; reinstalling",
+            "cached Codex {version} at {} is broken or from an older cache layout; reinstalling",
             target.display()
         ));
     }
@@ -191,6 +207,7 @@ async fn fetch(
     let found = find_binary(&unpack_dir, Some(platform.triple))
         .with_context(|| format!("corrupt package {spec}"))?;
     set_executable(&found)?;
+    let resources = bundled_resources(&found)?;
     let binary = binary::probe(&found)
         .await
         .with_context(|| format!("the codex binary inside {spec} does not run"))?;
@@ -219,8 +236,10 @@ async fn fetch(
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        layout: LAYOUT,
+        resources: resources.iter().map(|(name, _)| name.to_string()).collect(),
     };
-    publish(cache, version, &found, &record, tmp.path())
+    publish(cache, version, &found, &resources, &record, tmp.path())
 }
 
 /// Holds the per-version install lock until dropped.
@@ -283,11 +302,21 @@ fn publish(
     cache: &Cache,
     version: &str,
     binary: &Path,
+    resources: &[(&str, PathBuf)],
     record: &InstallRecord,
     tmp: &Path,
 ) -> Result<()> {
     let dir = cache.version_dir(version);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (name, path) in resources {
+        let target = dir.join(name);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::rename(path, &target)
+            .with_context(|| format!("cannot move {} to {}", path.display(), target.display()))?;
+    }
     let manifest_tmp = tmp.join("install.json");
     let json = serde_json::to_vec_pretty(record).context("cannot encode install.json")?;
     std::fs::write(&manifest_tmp, json)
@@ -299,6 +328,23 @@ fn publish(
     std::fs::rename(binary, &target)
         .with_context(|| format!("cannot move {} to {}", binary.display(), target.display()))?;
     Ok(())
+}
+
+/// The package's [`RESOURCES`] present beside the unpacked `binary` (`bin/codex` in the
+/// package; the resources sit beside `bin/`), made executable: name and path.
+fn bundled_resources(binary: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
+    let Some(root) = binary.parent().and_then(Path::parent) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for name in RESOURCES {
+        let path = root.join(name);
+        if path.is_file() {
+            set_executable(&path)?;
+            found.push((name, path));
+        }
+    }
+    Ok(found)
 }
 
 /// Reads `<root>/<version>/install.json`.

@@ -1,4 +1,5 @@
-//! Unpacking only the native `codex` binary from an npm tarball, and finding it inside the package.
+//! Unpacking the native `codex` binary and its bundled resources from an npm tarball, and finding
+//! the binary inside the package.
 
 use std::fs::File;
 use std::io::Read;
@@ -21,8 +22,9 @@ pub struct Unpacked {
 }
 
 /// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the
-/// native binary (regular files named `codex` larger than [`MIN_BINARY_SIZE`]); the rest of the
-/// package is read and skipped. Shows MB unpacked. Errors mean the tarball is corrupt (bad gzip or
+/// native binary (regular files named `codex` larger than [`MIN_BINARY_SIZE`]) and the bundled
+/// resources codex needs beside it ([`super::RESOURCES`]); the rest of the package is read and
+/// skipped. Shows MB unpacked. Errors mean the tarball is corrupt (bad gzip or
 /// tar data, truncation, CRC mismatch).
 pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<Unpacked> {
     let counter = Arc::new(AtomicU64::new(0));
@@ -104,6 +106,7 @@ pub(super) fn unpack_blocking(
                 && entry.path().is_ok_and(|p| {
                     p.file_name()
                         .is_some_and(|n| is_native_binary(n, header.size().unwrap_or(0)))
+                        || super::RESOURCES.iter().any(|r| p.ends_with(r))
                 });
             if is_candidate {
                 let name = entry
