@@ -215,14 +215,7 @@ pub async fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn script(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
-        let path = dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-        path
-    }
+    use crate::codex::binary::tests::script;
 
     #[test]
     fn a_spec_is_a_version_or_else_a_path() {

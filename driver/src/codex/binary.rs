@@ -184,11 +184,12 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn script(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
+    /// An executable shell script `dir/name` running `body`, with permission bits `mode`.
+    pub(crate) fn script(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();

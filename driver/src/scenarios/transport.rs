@@ -567,6 +567,20 @@ async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
+/// F7's and F11's script: `response.created` and an assistant message, then the stream is
+/// cut (before `response.completed`); the retry gets a whole reply.
+fn cut_then_whole() -> Vec<Scripted> {
+    vec![
+        Scripted::sse(vec![
+            events::response_created("resp-1"),
+            events::assistant_message("msg-partial", "partial"),
+            events::completed("resp-1"),
+        ])
+        .disconnect_after(2),
+        Scripted::sse(bodies::assistant_reply("resp-2", "whole")),
+    ]
+}
+
 /// F7: over the WebSocket (`stream_max_retries` 2), the turn's first frame gets
 /// `response.created` and an assistant message, then a close frame; the retry completes.
 async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
@@ -575,15 +589,7 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
         stream_max_retries: 2,
         ..WorldOptions::default()
     };
-    let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            events::assistant_message("msg-partial", "partial"),
-            events::completed("resp-1"),
-        ])
-        .disconnect_after(2),
-        Scripted::sse(bodies::assistant_reply("resp-2", "whole")),
-    ];
+    let script = cut_then_whole();
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
     expect(ctx, "turn.status", json!("completed"), json!(turn.status));
@@ -756,15 +762,7 @@ async fn http_closed(ctx: &Ctx) -> anyhow::Result<()> {
         stream_max_retries: 1,
         ..WorldOptions::default()
     };
-    let script = vec![
-        Scripted::sse(vec![
-            events::response_created("resp-1"),
-            events::assistant_message("msg-partial", "partial"),
-            events::completed("resp-1"),
-        ])
-        .disconnect_after(2),
-        Scripted::sse(bodies::assistant_reply("resp-2", "whole")),
-    ];
+    let script = cut_then_whole();
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
     expect(ctx, "turn.status", json!("completed"), json!(turn.status));
