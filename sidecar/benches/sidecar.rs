@@ -2,6 +2,8 @@
 //! 8 concurrent keep-alive clients (capture on), and peak RSS. Run with
 //! `cargo bench -p codex-parity-sidecar` (release profile); prints one line per measure.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -26,17 +28,6 @@ fn spawn(runtime: &Runtime) -> (SidecarProcess, Duration) {
         .block_on(SidecarProcess::spawn(BIN, ["--lenient"]))
         .expect("spawn the sidecar");
     (sidecar, started.elapsed())
-}
-
-/// The peak resident memory of process `pid`, KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
 }
 
 fn shutdown(runtime: &Runtime, sidecar: SidecarProcess) {
@@ -186,7 +177,7 @@ fn main() {
     );
     println!(
         "peak RSS (VmHWM): {:.1} MiB",
-        peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
+        support::peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
     );
     shutdown(&runtime, sidecar);
 }

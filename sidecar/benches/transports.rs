@@ -4,6 +4,8 @@
 //! peak RSS. Run with `cargo bench -p codex-parity-sidecar --bench transports`; prints one
 //! line per measure. (It sits beside `sidecar.rs`, which measures HTTP throughput.)
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,17 +16,6 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
-
-/// Peak resident memory (`VmHWM`) of process `pid`, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
@@ -172,6 +163,6 @@ fn main() {
     );
     println!(
         "peak RSS (VmHWM): {:.1} MiB",
-        peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
+        support::peak_rss_kib(sidecar.pid().expect("the sidecar's pid")) as f64 / 1024.0
     );
 }
