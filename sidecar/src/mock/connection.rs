@@ -271,14 +271,5 @@ pub fn parse_list(value: &Value) -> Result<Vec<ConnectionScript>, ScriptError> {
     let items = value
         .as_array()
         .ok_or_else(|| shape("\"connections\" must be an array"))?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            ConnectionScript::from_json(item).map_err(|e| ScriptError::AtIndex {
-                index,
-                source: Box::new(e),
-            })
-        })
-        .collect()
+    crate::mock::script::parse_each(items, ConnectionScript::from_json)
 }

@@ -580,11 +580,19 @@ pub fn parse_list(value: &Value) -> Result<Vec<Scripted>, ScriptError> {
             kind_of(value)
         ))
     })?;
+    parse_each(items, Scripted::from_json)
+}
+
+/// Parses each item with `parse`; an error names the offending index.
+pub(crate) fn parse_each<T>(
+    items: &[Value],
+    parse: impl Fn(&Value) -> Result<T, ScriptError>,
+) -> Result<Vec<T>, ScriptError> {
     items
         .iter()
         .enumerate()
         .map(|(index, item)| {
-            Scripted::from_json(item).map_err(|e| ScriptError::AtIndex {
+            parse(item).map_err(|e| ScriptError::AtIndex {
                 index,
                 source: Box::new(e),
             })
