@@ -2,7 +2,8 @@
 //! codex: a codex that exits at once, one that never answers `initialize`, one that is not
 //! executable, a run stopped with Ctrl-C, and a sidecar killed in the middle of a
 //! scenario. Each must end in a clear error naming what failed, within its timeout, and
-//! leave no process and no file behind.
+//! leave no process and no file behind. A sidecar dropped on an error path is a stop, not
+//! a death.
 
 mod support;
 
@@ -164,4 +165,27 @@ async fn a_sidecar_killed_mid_scenario_is_named_as_the_cause() {
         "{reason}"
     );
     assert!(started.elapsed() < Duration::from_secs(10), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sidecar_dropped_with_pending_script_is_a_stop_not_a_death() {
+    let sidecar = codex_parity::harness::sidecar::Sidecar::start(
+        &codex_parity::harness::sidecar::SidecarLauncher::codex_parity(support::CODEX_PARITY),
+    )
+    .await
+    .expect("the sidecar starts");
+    sidecar
+        .enqueue(&[Scripted::sse(bodies::assistant_reply("resp-1", "never"))])
+        .await
+        .expect("enqueue");
+    let health = sidecar.health();
+    // A world torn down on an error path drops its sidecar: the sidecar sees its stdin
+    // close and exits 3 (a script left), which once raced the kill and read as a death.
+    drop(sidecar);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while health.exit_status().is_none() {
+        assert!(Instant::now() < deadline, "the dropped sidecar did not end");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(health.death(), None);
 }

@@ -118,6 +118,14 @@ impl SidecarHealth {
     }
 }
 
+/// Dropping the handle is a deliberate stop (a world torn down on an error path): the
+/// sidecar then exits on its closed stdin, which must not read as a death.
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        self.health.stopping.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Waits for the sidecar to end, or kills it when asked (or when the handle is dropped),
 /// then publishes the exit status.
 async fn watch_sidecar(
