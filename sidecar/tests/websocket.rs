@@ -89,6 +89,23 @@ async fn warm_up_then_incremental_frames_on_one_connection() {
             .contains("resp_unknown")
     );
     assert_eq!(requests[2]["events_sent_ms"].as_array().unwrap().len(), 3);
+    // A frame continuing a response stands for that response's input and output, then its
+    // own input: the warm-up's empty input, "hi", the reply "first", then "more".
+    assert!(requests[0].get("resolved_input").is_none());
+    let texts = |r: &Value| -> Vec<String> {
+        r["resolved_input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["content"][0]["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(texts(&requests[1]), ["hi"]);
+    assert_eq!(texts(&requests[2]), ["hi", "first", "more"]);
+    assert!(
+        requests[3].get("resolved_input").is_none(),
+        "a broken chain"
+    );
     // The upgrade itself is captured too, but only with `all`.
     let all = sidecar.all_requests(5);
     assert_eq!(all[0]["method"], "GET");

@@ -20,7 +20,7 @@ use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
 use crate::harness::tally::Tally;
-use crate::harness::world::Settings;
+use crate::harness::world::{Settings, Transport};
 use crate::lock;
 
 /// A binary with its capabilities.
@@ -86,6 +86,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         settings,
     );
     let result = tokio::time::timeout(scenario.timeout, (scenario.run)(&ctx)).await;
+    check_transport(&ctx);
     let failure = match result {
         Err(_) => Some(format!("timed out after {:?}", scenario.timeout)),
         Ok(Err(e)) => Some(format!("{e:#}")),
@@ -118,6 +119,28 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally().requests),
         observations: Tally::take(&ctx.tally().observations),
+    }
+}
+
+/// The after-scenario check of a scenario run over the WebSocket: every model request its
+/// worlds captured went over it. Requests that fell back to HTTP are drift
+/// (`requests.transport`, the fallen-back requests as `METHOD path`).
+fn check_transport(ctx: &Ctx) {
+    if ctx.scenario().transport != Transport::WebSocket {
+        return;
+    }
+    let over_http: Vec<String> = lock(&ctx.tally().requests)
+        .iter()
+        .filter(|r| r.is_model_request() && r.transport.is_none())
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    if !over_http.is_empty() {
+        let message = format!(
+            "{} model request(s) went over HTTP, not the WebSocket: {}",
+            over_http.len(),
+            over_http.join(", ")
+        );
+        ctx.drift("requests.transport", serde_json::json!(over_http), message);
     }
 }
 

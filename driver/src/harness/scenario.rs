@@ -13,7 +13,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::baseline::Drift;
 pub use crate::harness::tally::Tally;
-use crate::harness::world::{Settings, World, WorldOptions};
+use crate::harness::world::{Settings, Transport, World, WorldOptions};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -42,6 +42,10 @@ pub struct Scenario {
     pub run: Body,
     /// The longest it may take.
     pub timeout: Duration,
+    /// The transport every world of the scenario offers codex: `Http` leaves each world's
+    /// own choice; `WebSocket` makes all of them offer the Responses WebSocket (a twin of an
+    /// HTTP scenario, see [`Scenario::over_websocket`]).
+    pub transport: Transport,
 }
 
 /// Declares a scenario in one expression: `scenario!("name", "A1", "summary", body_fn)`,
@@ -77,6 +81,18 @@ impl Scenario {
             applies: Arc::new(|_: &Capabilities| Ok(())),
             run: Arc::new(run),
             timeout: Duration::from_secs(60),
+            transport: Transport::Http,
+        }
+    }
+
+    /// The same scenario run with the Responses WebSocket on in every world, under another
+    /// name and id: its twin over the other transport (catalogue F2).
+    pub fn over_websocket(self, name: &'static str, id: &'static str) -> Scenario {
+        Scenario {
+            name,
+            id,
+            transport: Transport::WebSocket,
+            ..self
         }
     }
 
@@ -164,9 +180,13 @@ impl Ctx {
         self.tally.drift(Drift::new(key, observed, message));
     }
 
-    /// A fresh world. The scenario must end it with [`World::finish`].
-    pub async fn world(&self, options: WorldOptions) -> anyhow::Result<World> {
+    /// A fresh world. The scenario must end it with [`World::finish`]. A scenario run over
+    /// the WebSocket ([`Scenario::over_websocket`]) offers it in every world it makes.
+    pub async fn world(&self, mut options: WorldOptions) -> anyhow::Result<World> {
         self.created.fetch_add(1, Ordering::SeqCst);
+        if self.scenario.transport == Transport::WebSocket {
+            options.transport = Transport::WebSocket;
+        }
         World::new(&self.binary, &self.settings, options, self.tally.clone()).await
     }
 

@@ -49,7 +49,9 @@ pub const GROUPS: [(&str, &str, &str); 6] = [
         "The Responses WebSocket (warm-up, incremental frames, refused upgrades, closed \
          sockets), HTTP streams that stall, are cut mid-body or drip slowly, and rate-limit \
          headers: request and connection counts, the transport of each request, the retry \
-         notices and the turn's outcome.",
+         notices and the turn's outcome. F2 runs the executor group (A) again with the \
+         WebSocket on (names ending in `_ws`, same assertions, and every model request must \
+         have gone over the socket).",
     ),
 ];
 

@@ -40,7 +40,7 @@ use crate::app_server::message::RpcError;
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::harness::scenario::Ctx;
-use crate::harness::world::{MOCK_API_KEY, World, WorldOptions};
+use crate::harness::world::{MOCK_API_KEY, Transport, World, WorldOptions};
 
 /// The model requests captured so far, waiting up to `timeout` for at least `n`.
 pub async fn captured_requests(
@@ -55,9 +55,17 @@ pub async fn captured_requests(
         .context("reading captured requests")
 }
 
-/// Exactly `n` model requests were captured (waits briefly for them to arrive).
+/// Exactly `n` model requests were captured (waits briefly for them to arrive). Warm-up frames
+/// the sidecar answered by itself on a WebSocket are not model requests of a turn: they are
+/// left out.
 pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
-    let requests = captured_requests(world, n, Duration::from_millis(2000)).await?;
+    let wait = Duration::from_millis(2000);
+    let mut requests = captured_requests(world, n, wait).await?;
+    let warmups = requests.iter().filter(|r| r.auto_warmup).count();
+    if warmups > 0 {
+        requests = captured_requests(world, n + warmups, wait).await?;
+        requests.retain(|r| !r.auto_warmup);
+    }
     if requests.len() != n {
         bail!(
             "expected exactly {n} model request(s), the sidecar captured {}",
@@ -65,6 +73,29 @@ pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<Capt
         );
     }
     Ok(requests)
+}
+
+/// A model request came the way the world's transport sends it: `POST /v1/responses` over
+/// HTTP, or a frame on the `GET /v1/responses` WebSocket.
+pub fn check_route(world: &World, r: &CapturedRequest) -> anyhow::Result<()> {
+    let want = match world.options.transport {
+        Transport::Http => ("POST", None),
+        Transport::WebSocket => ("GET", Some("websocket")),
+    };
+    let got = (r.method.as_str(), r.transport.as_deref());
+    ensure_eq!(got, want, "request #{} method and transport", r.index);
+    ensure_eq!(r.path.as_str(), "/v1/responses", "path");
+    Ok(())
+}
+
+/// Records drift under `key` when `got` is not `want` (the value codex gave is what the
+/// baseline matches). Unlisted drift fails the scenario, so this is as strict as an assert
+/// while letting the scenario go on and report every difference.
+pub fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
+    if want != got {
+        let message = format!("{key}: expected {want}, got {got}");
+        ctx.drift(key, got, message);
+    }
 }
 
 /// The header `name` of a captured request, or an error naming it.

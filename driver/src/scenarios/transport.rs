@@ -1,6 +1,7 @@
 //! Group F: transports, stream timing, compaction and rate limits (`parity-scenarios.md` F,
 //! facts in `transports.md`). The rows here script what the sidecar's v2 transports can do:
-//! a turn over the Responses WebSocket (F1), an upgrade refused with 426 (F3) or hanging past
+//! the executor group again over the WebSocket (F2, twins named `…_ws`), a turn over the
+//! Responses WebSocket (F1), an upgrade refused with 426 (F3) or hanging past
 //! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
 //! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), and rate-limit
 //! headers (F17).
@@ -21,7 +22,7 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{ConnectionScript, Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{SAMPLE_USAGE, captured_requests, record_requests, recorded, setup_with};
+use super::{SAMPLE_USAGE, captured_requests, expect, record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
@@ -30,8 +31,57 @@ use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, World, WorldOptions};
 use crate::scenario;
 
-/// The group's scenarios.
+/// The group's scenarios in catalogue order: F1, F2's twins of the executor group, the rest.
 pub fn scenarios() -> Vec<Scenario> {
+    let mut all = rows();
+    let rest = all.split_off(1);
+    all.extend(executor_over_websocket());
+    all.extend(rest);
+    all
+}
+
+/// F2's names: each executor scenario and its twin over the WebSocket.
+const WEBSOCKET_TWINS: [(&str, &str); 9] = [
+    ("smoke_uses_mock_responses", "smoke_uses_mock_responses_ws"),
+    ("streaming_deltas", "streaming_deltas_ws"),
+    (
+        "usage_and_model_override_cross_boundary",
+        "usage_and_model_override_cross_boundary_ws",
+    ),
+    (
+        "usage_and_thread_model_override_cross_boundary",
+        "usage_and_thread_model_override_cross_boundary_ws",
+    ),
+    (
+        "uses_last_unknown_phase_message",
+        "uses_last_unknown_phase_message_ws",
+    ),
+    ("final_answer_phase_wins", "final_answer_phase_wins_ws"),
+    (
+        "commentary_only_does_not_become_final_response",
+        "commentary_only_does_not_become_final_response_ws",
+    ),
+    (
+        "ignores_retry_progress_until_terminal_failure",
+        "ignores_retry_progress_until_terminal_failure_ws",
+    ),
+    ("dynamic_tool_round_trip", "dynamic_tool_round_trip_ws"),
+];
+
+/// F2: the executor group (A1-A8) again with the Responses WebSocket on in every world, same
+/// assertions; the world's after-scenario checks add the transport of every model request.
+fn executor_over_websocket() -> Vec<Scenario> {
+    super::executor::scenarios()
+        .into_iter()
+        .filter_map(|s| {
+            let (_, twin) = WEBSOCKET_TWINS.iter().find(|(name, _)| *name == s.name)?;
+            Some(s.over_websocket(twin, "F2"))
+        })
+        .collect()
+}
+
+/// The rows other than F2.
+fn rows() -> Vec<Scenario> {
     vec![
         scenario!(
             "transport_websocket_turn",
@@ -116,14 +166,6 @@ const IDLE_SSE: &str = "stream disconnected before completion: idle timeout wait
 /// The progress and terminal detail of an SSE body cut before `response.completed`.
 const CLOSED_SSE: &str =
     "stream disconnected before completion: stream closed before response.completed";
-
-/// Records drift under `key` when `got` is not `want`.
-fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
-    if want != got {
-        let message = format!("{key}: expected {want}, got {got}");
-        ctx.drift(key, got, message);
-    }
-}
 
 /// The turn's `error` notifications in order, each as `willRetry`, `message`,
 /// `codexErrorInfo` and `additionalDetails`.
@@ -960,4 +1002,22 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
         transports(&requests),
     );
     world.finish().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_executor_scenario_has_its_websocket_twin() {
+        let twins = executor_over_websocket();
+        let executor = super::super::executor::scenarios();
+        assert_eq!(twins.len(), executor.len());
+        for (http, ws) in executor.iter().zip(&twins) {
+            assert_eq!(ws.name, format!("{}_ws", http.name));
+            assert_eq!((ws.id, ws.transport), ("F2", Transport::WebSocket));
+            assert_eq!(http.transport, Transport::Http);
+            assert_eq!((ws.summary, ws.timeout), (http.summary, http.timeout));
+        }
+    }
 }

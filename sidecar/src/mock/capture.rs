@@ -69,6 +69,8 @@ pub(crate) struct Capture {
     pub chain_error: Option<String>,
     /// Whether the sidecar answered a warm-up frame by itself.
     pub auto_warmup: bool,
+    /// For a frame continuing a response of its connection: the whole input it stands for.
+    pub resolved_input: Option<Vec<Value>>,
     pub delivery: Arc<Mutex<Delivery>>,
 }
 
@@ -143,6 +145,7 @@ impl Capture {
             frame: None,
             chain_error: None,
             auto_warmup: false,
+            resolved_input: None,
             delivery: Arc::new(Mutex::new(Delivery::default())),
         }
     }
@@ -197,6 +200,7 @@ impl Capture {
             stream_end: delivery.end.map(str::to_string),
             chain_error: self.chain_error.clone(),
             auto_warmup: self.auto_warmup,
+            resolved_input: self.resolved_input.clone(),
             index: self.index,
             method: self.method.clone(),
             path: self.path.clone(),

@@ -93,6 +93,11 @@ pub struct CapturedRequest {
     /// The sidecar answered this warm-up frame by itself (v2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub auto_warmup: bool,
+    /// For a WebSocket frame whose `previous_response_id` names a response its connection
+    /// completed: the input the frame stands for, as the Responses API resolves it (that
+    /// response's own resolved input, its output items, then the frame's `input`) (v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_input: Option<Vec<Value>>,
 }
 
 /// What an accessor could not find.
@@ -222,6 +227,15 @@ impl CapturedRequest {
             .get("input")
             .and_then(Value::as_array)
             .ok_or(CapturedError::NoInput { index: self.index })
+    }
+
+    /// The whole input the request stands for, whatever the transport: the resolved input of
+    /// a WebSocket frame that continues an earlier response, else the body's `input`.
+    pub fn full_input(&self) -> Result<&Vec<Value>, CapturedError> {
+        match &self.resolved_input {
+            Some(input) => Ok(input),
+            None => self.input(),
+        }
     }
 
     /// The input items whose `type` is `item_type`.

@@ -6,7 +6,7 @@
 //! are answered by the sidecar unless configured otherwise; `previous_response_id` is checked
 //! against the responses this connection completed.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,7 +168,7 @@ fn accepted(
             handshake: capture,
             responses,
             warmup,
-            completed: HashSet::new(),
+            completed: HashMap::new(),
             frames: 0,
         };
         connection.run().await;
@@ -185,6 +185,17 @@ fn accepted(
     response
 }
 
+/// The input a frame stands for: its resolved input when it continues a response, else its
+/// own `input`.
+fn conversation(capture: &Capture) -> Vec<Value> {
+    match &capture.resolved_input {
+        Some(input) => input.clone(),
+        None => serde_json::from_slice::<Value>(&capture.body)
+            .map(|frame| ws_frames::input_items(&frame))
+            .unwrap_or_default(),
+    }
+}
+
 /// One accepted WebSocket connection.
 struct Connection {
     ws: WebSocketStream<TokioIo<Upgraded>>,
@@ -197,8 +208,9 @@ struct Connection {
     /// This connection's own responses, served first.
     responses: VecDeque<Arc<Prepared>>,
     warmup: Warmup,
-    /// Ids of the responses this connection completed.
-    completed: HashSet<String>,
+    /// The responses this connection completed, by id, each with the conversation after it
+    /// (its resolved input, then its output items): what a frame naming it continues.
+    completed: HashMap<String, Vec<Value>>,
     frames: u64,
 }
 
@@ -298,14 +310,22 @@ impl Connection {
         capture.frame = Some(self.frames);
         self.frames += 1;
         capture.body = text.into_bytes();
-        if let Some(previous) = parsed.and_then(ws_frames::previous_response_id)
-            && !self.completed.contains(previous)
-        {
-            let message = format!(
-                "previous_response_id {previous:?} names no response this connection completed"
-            );
-            eprintln!("codex-parity-sidecar: {message}");
-            capture.chain_error = Some(message);
+        let Some(previous) = parsed.and_then(ws_frames::previous_response_id) else {
+            return capture;
+        };
+        match self.completed.get(previous) {
+            Some(before) => {
+                let mut input = before.clone();
+                input.extend(parsed.map(ws_frames::input_items).unwrap_or_default());
+                capture.resolved_input = Some(input);
+            }
+            None => {
+                let message = format!(
+                    "previous_response_id {previous:?} names no response this connection completed"
+                );
+                eprintln!("codex-parity-sidecar: {message}");
+                capture.chain_error = Some(message);
+            }
         }
         capture
     }
@@ -361,7 +381,7 @@ impl Connection {
             capture.frame.unwrap_or(0)
         );
         let events = bodies::empty_response(&id);
-        self.completed.insert(id);
+        self.completed.insert(id, conversation(capture));
         let end = stream::deliver(
             self,
             &events,
@@ -392,8 +412,11 @@ impl Connection {
         }
         match &scripted.reply {
             ScriptedReply::Sse(events) => {
-                self.completed
-                    .extend(ws_frames::completed_ids(events).map(str::to_string));
+                let mut after = conversation(capture);
+                after.extend(ws_frames::output_items(events).cloned());
+                for id in ws_frames::completed_ids(events) {
+                    self.completed.insert(id.to_string(), after.clone());
+                }
                 let shared = Arc::clone(&self.shared);
                 let end = stream::deliver(
                     self,

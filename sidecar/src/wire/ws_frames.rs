@@ -64,3 +64,22 @@ pub fn completed_ids(events: &[Value]) -> impl Iterator<Item = &str> {
             .flatten()
     })
 }
+
+/// The items a body streams as `response.output_item.done`: the response's output, which a
+/// later frame naming it in `previous_response_id` continues from.
+pub fn output_items(events: &[Value]) -> impl Iterator<Item = &Value> {
+    events.iter().filter_map(|e| {
+        (e.get("type").and_then(Value::as_str) == Some("response.output_item.done"))
+            .then(|| e.get("item"))
+            .flatten()
+    })
+}
+
+/// A frame's own `input` items (none when it has no `input` array).
+pub fn input_items(frame: &Value) -> Vec<Value> {
+    frame
+        .get("input")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
