@@ -100,6 +100,21 @@ fn rows() -> Vec<Scenario> {
         )
         .timeout(Duration::from_secs(30)),
         scenario!(
+            "transport_websocket_upgrade_500",
+            "F4",
+            "every upgrade answered 500: 1 + stream_max_retries attempts at backoff spacing, the \
+             first retry silent, then HTTP in the same turn; later turns on HTTP",
+            upgrade_fails(500)
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_upgrade_404",
+            "F4a",
+            "every upgrade answered 404: as F4, and the retry notice carries httpStatusCode 404",
+            upgrade_fails(404)
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
             "transport_websocket_upgrade_hangs",
             "F5",
             "an upgrade that hangs past websocket_connect_timeout_ms (1.5 s): retries, then \
@@ -539,40 +554,15 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
 /// The connect timeout F5 configures (`websocket_connect_timeout_ms`).
 const CONNECT_MS: u64 = 1500;
 
-/// F5: every upgrade hangs (TCP accepted, no 101) under a 1.5 s connect timeout and
-/// `stream_max_retries` 2. The catalogue (F4's counts): the warm-up's upgrade, then
-/// 1 + `stream_max_retries` attempts in the turn, `Reconnecting... 2/2` (the first retry is
-/// silent), then HTTP in the same turn; the next turn stays on HTTP.
+/// F5: every upgrade hangs (TCP accepted, no 101) under a 1.5 s connect timeout; the
+/// counts and the fallback are F4's. The retry notice's `additionalDetails` is recorded per
+/// version, as the catalogue asks.
 async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
     let options = WorldOptions {
-        transport: Transport::WebSocket,
-        stream_max_retries: 2,
         websocket_connect_timeout_ms: Some(CONNECT_MS),
-        ..WorldOptions::default()
+        ..fallback_options()
     };
-    let mut world = ctx.world(options).await?;
-    world
-        .websocket((0..6).map(|_| ConnectionScript::hang()).collect())
-        .await?;
-    world
-        .script(vec![
-            Scripted::sse(bodies::assistant_reply("resp-1", "one")),
-            Scripted::sse(bodies::assistant_reply("resp-2", "two")),
-        ])
-        .await?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
-    let one = run_turn(&app, &thread, vec![text("hang")], &TurnOptions::default()).await?;
-    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
-    let status = json!([one.status, two.status]);
-    expect(
-        ctx,
-        "turns.status",
-        json!(["completed", "completed"]),
-        status,
-    );
-    let finals = json!([one.final_response(), two.final_response()]);
-    expect(ctx, "turns.final", json!(["one", "two"]), finals);
+    let (world, one, _) = upgrade_fallback(ctx, options, ConnectionScript::hang).await?;
     let notices = errors(&one);
     let shape: Vec<Value> = notices
         .iter()
@@ -587,6 +577,86 @@ async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
         json!(details),
         format!("the hang's retry notice says {}", json!(details)),
     );
+    world.finish().await
+}
+
+/// F4: every upgrade is answered `status` (500 or 404). The first retry is silent; the
+/// notice of the second carries `httpStatusCode` 404 for a 404 (null otherwise, where the
+/// catalogue names none). The turn's attempts are spaced by codex's backoff: about 200 ms,
+/// then 400 ms (200 ms x 2^(k-1), jitter 0.9-1.1); a gap outside 0.7x-2x of that is drift.
+async fn upgrade_fails(ctx: &Ctx, status: u16) -> anyhow::Result<()> {
+    let refuse = move || ConnectionScript::refuse(status);
+    let (world, one, up) = upgrade_fallback(ctx, fallback_options(), refuse).await?;
+    let code = if status == 404 {
+        json!(404)
+    } else {
+        json!(null)
+    };
+    let shape: Vec<Value> = errors(&one)
+        .iter()
+        .map(|e| json!([e["willRetry"], e["message"], e["codexErrorInfo"]]))
+        .collect();
+    let want = json!([[true, "Reconnecting... 2/2", {"responseStreamDisconnected": {"httpStatusCode": code}}]]);
+    expect(ctx, "turn1.errors", want, json!(shape));
+    let gaps: Vec<u64> = up
+        .windows(2)
+        .skip(1)
+        .map(|p| p[1].received_at_ms.saturating_sub(p[0].received_at_ms))
+        .collect();
+    let spaced: Vec<bool> = gaps
+        .iter()
+        .zip([200.0, 400.0])
+        .map(|(gap, base)| (0.7 * base..=2.0 * base).contains(&(*gap as f64)))
+        .collect();
+    if spaced != [true, true] {
+        let message = format!("the turn's upgrade attempts came {gaps:?} ms apart");
+        ctx.drift("upgrades.backoff", json!(spaced), message);
+    }
+    world.finish().await
+}
+
+/// F4's and F5's provider: the WebSocket on, `stream_max_retries` 2.
+fn fallback_options() -> WorldOptions {
+    WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    }
+}
+
+/// F4's counts, shared by F5: every upgrade fails as `connection` scripts it; two turns. The
+/// catalogue: the warm-up's upgrade (silent), then 1 + `stream_max_retries` attempts in the
+/// first turn, then HTTP in the same turn, which succeeds; the second turn stays on HTTP
+/// with no notice. Returns the world, the first turn and the upgrades for the row's own
+/// checks.
+async fn upgrade_fallback(
+    ctx: &Ctx,
+    options: WorldOptions,
+    connection: impl Fn() -> ConnectionScript,
+) -> anyhow::Result<(World, Turn, Vec<CapturedRequest>)> {
+    let mut world = ctx.world(options).await?;
+    world
+        .websocket((0..6).map(|_| connection()).collect())
+        .await?;
+    world
+        .script(vec![
+            Scripted::sse(bodies::assistant_reply("resp-1", "one")),
+            Scripted::sse(bodies::assistant_reply("resp-2", "two")),
+        ])
+        .await?;
+    let app = world.start().await?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let one = run_turn(&app, &thread, vec![text("fail")], &TurnOptions::default()).await?;
+    let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
+    let status = json!([one.status, two.status]);
+    expect(
+        ctx,
+        "turns.status",
+        json!(["completed", "completed"]),
+        status,
+    );
+    let finals = json!([one.final_response(), two.final_response()]);
+    expect(ctx, "turns.final", json!(["one", "two"]), finals);
     expect(ctx, "turn2.errors", json!([]), json!(errors(&two)));
     let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
     expect(
@@ -595,18 +665,14 @@ async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
         json!(vec!["POST /v1/responses http"; 2]),
         transports(&requests),
     );
-    expect(
-        ctx,
-        "upgrades.count",
-        json!(4),
-        json!(upgrades(&world).await?.len()),
-    );
+    let up = upgrades(&world).await?;
+    expect(ctx, "upgrades.count", json!(4), json!(up.len()));
     if world.sidecar.status().await?.pending > 0 || world.sidecar.websocket(None, vec![]).await? > 0
     {
         // Drift is recorded above; the connection scripts no upgrade took are dropped.
         world.sidecar.reset().await?;
     }
-    world.finish().await
+    Ok((world, one, up))
 }
 
 /// F7's and F11's script: `response.created` and an assistant message, then the stream is
