@@ -1,8 +1,9 @@
 //! Group F: transports, stream timing, compaction and rate limits (`parity-scenarios.md` F,
 //! facts in `transports.md`). The rows here script what the sidecar's v2 transports can do:
 //! the executor group again over the WebSocket (F2, twins named `…_ws`), a turn over the
-//! Responses WebSocket (F1), an upgrade refused with 426 (F3) or hanging past
+//! Responses WebSocket (F1), an upgrade refused with 426 (F3), failing (F4) or hanging past
 //! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
+//! an error frame with a 429 and rate limits (F8), `previous_response_not_found` (F9),
 //! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), and rate-limit
 //! headers (F17).
 //!
@@ -136,6 +137,22 @@ fn rows() -> Vec<Scenario> {
             "a socket closed mid-stream: the partial item reaches the client and the full-input \
              retry on a new socket, one silent retry, the turn succeeds",
             websocket_closed
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_usage_limit_429",
+            "F8",
+            "an error frame with status 429 and rate-limit headers: account/rateLimits/updated, \
+             then usageLimitExceeded without retry, the turn failed, the socket dropped",
+            websocket_usage_limit
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_websocket_previous_response_not_found",
+            "F9",
+            "previous_response_not_found on an incremental frame: a silent retry on a new \
+             socket with the full input, the turn succeeds",
+            previous_response_not_found
         )
         .timeout(Duration::from_secs(30)),
         scenario!(
@@ -489,9 +506,13 @@ async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
 const WS_CLOSED: &str =
     "stream disconnected before completion: websocket closed by server before response.completed";
 
-/// Routes a scripted reply to WebSocket frames only (an HTTP body has no `type`).
-fn on_websocket(scripted: Scripted) -> Scripted {
-    scripted.when_body_contains("\"type\":\"response.create\"")
+/// Routes a scripted reply to the WebSocket frames of the turn asking `prompt`: an HTTP body
+/// has no `type`, and a warm-up frame carries no prompt (so the sidecar answers it itself).
+/// Prompts must be words codex's own instructions do not contain.
+fn on_websocket(scripted: Scripted, prompt: &str) -> Scripted {
+    scripted
+        .when_body_contains("\"type\":\"response.create\"")
+        .when_body_contains(prompt)
 }
 
 /// F6: over the WebSocket (`stream_max_retries` 2), every turn frame is answered by a close
@@ -504,15 +525,25 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
         stream_max_retries: 2,
         ..WorldOptions::default()
     };
-    let closed =
-        || on_websocket(Scripted::sse(bodies::empty_response("resp-ws")).disconnect_after(0));
+    let closed = || {
+        on_websocket(
+            Scripted::sse(bodies::empty_response("resp-ws")).disconnect_after(0),
+            "f6-close",
+        )
+    };
     let mut script: Vec<Scripted> = (0..4).map(|_| closed()).collect();
     script.push(Scripted::sse(bodies::assistant_reply(
         "resp-http",
         "over http",
     )));
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
-    let turn = run_turn(&app, &thread, vec![text("close")], &TurnOptions::default()).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("f6-close")],
+        &TurnOptions::default(),
+    )
+    .await?;
     expect(ctx, "turn.status", json!("completed"), json!(turn.status));
     expect(
         ctx,
@@ -546,6 +577,137 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
     );
     if world.sidecar.status().await?.pending > 0 {
         // Drift is recorded above; the replies this version never asked for are dropped.
+        world.sidecar.reset().await?;
+    }
+    world.finish().await
+}
+
+/// F8: over the WebSocket, the turn's frame gets an error frame with status 429,
+/// `usage_limit_reached` and rate-limit headers (primary window 100 % of 15 minutes). The
+/// catalogue: `account/rateLimits/updated` (usedPercent rounded, the window) before the final
+/// error (`usageLimitExceeded`, `willRetry` false), the turn failed, the socket dropped (the
+/// next turn opens a new one).
+async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
+    let full = Window {
+        used_percent: 100.0,
+        window_minutes: Some(15),
+        reset_at: None,
+    };
+    let body = json!({"error": {"type": "usage_limit_reached", "message": "usage limit reached"}});
+    let mut limited = on_websocket(Scripted::http_error(429, body), "f8-limit");
+    for (name, value) in rate_limits::headers("codex", Some(&full), None) {
+        limited = limited.header(&name, &value);
+    }
+    let after = Scripted::sse(bodies::assistant_reply("resp-2", "after"));
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let script = vec![limited, on_websocket(after, "f8-again")];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let cursor = app.cursor();
+    let one = run_turn(
+        &app,
+        &thread,
+        vec![text("f8-limit")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    expect(ctx, "turn1.status", json!("failed"), json!(one.status));
+    let want = json!([{"willRetry": false, "message": "You've hit your usage limit. Try again later.",
+        "codexErrorInfo": "usageLimitExceeded", "additionalDetails": null}]);
+    expect(ctx, "turn1.errors", want, json!(errors(&one)));
+    expect(
+        ctx,
+        "turn1.order",
+        json!(["account/rateLimits/updated", "error"]),
+        json!(limit_then_error(&app.messages()[cursor..])),
+    );
+    let primary = app
+        .messages()
+        .iter()
+        .skip(cursor)
+        .find(|m| m.is("account/rateLimits/updated"))
+        .map(|m| m.params()["rateLimits"]["primary"].clone());
+    let want = json!({"usedPercent": 100, "windowDurationMins": 15, "resetsAt": null});
+    expect(ctx, "turn1.rateLimits.primary", want, json!(primary));
+    let two = run_turn(
+        &app,
+        &thread,
+        vec![text("f8-again")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    let requests = captured_requests(&world, 3, Duration::from_secs(2)).await?;
+    let conns: Vec<Value> = requests
+        .iter()
+        .filter(|r| !r.auto_warmup)
+        .map(|r| json!([r.transport, r.connection]))
+        .collect();
+    let want = json!([["websocket", 0], ["websocket", 1]]);
+    expect(ctx, "frames.connections", want, json!(conns));
+    world.finish().await
+}
+
+/// The methods of the rate-limit update and the `error` notifications among `messages`, in
+/// order.
+fn limit_then_error(messages: &[crate::app_server::Inbound]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|m| m.is("account/rateLimits/updated") || m.is("error"))
+        .map(|m| m.method())
+        .collect()
+}
+
+/// F9: the turn's frame on the warm-up socket is answered `previous_response_not_found`
+/// (status 400). The catalogue: codex retries silently on a new socket with the full input
+/// (no `previous_response_id`) and the turn succeeds; 0.131.0 fails the turn (drift).
+async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
+    let body = json!({"error": {"type": "invalid_request_error", "code": "previous_response_not_found",
+        "message": "Previous response with id 'resp_warmup_0_0' not found."}});
+    let options = WorldOptions {
+        transport: Transport::WebSocket,
+        stream_max_retries: 2,
+        ..WorldOptions::default()
+    };
+    let script = vec![
+        on_websocket(Scripted::http_error(400, body), "f9-chain"),
+        on_websocket(
+            Scripted::sse(bodies::assistant_reply("resp-2", "found")),
+            "f9-chain",
+        ),
+    ];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("f9-chain")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
+    expect(
+        ctx,
+        "turn.final",
+        json!("found"),
+        json!(turn.final_response()),
+    );
+    let requests = captured_requests(&world, 3, Duration::from_secs(2)).await?;
+    let frames: Vec<Value> = requests
+        .iter()
+        .filter(|r| !r.auto_warmup)
+        .map(|r| {
+            let user = r.last_user_text();
+            json!([r.connection, r.body["previous_response_id"], user])
+        })
+        .collect();
+    let want = json!([[0, "resp_warmup_0_0", "f9-chain"], [1, null, "f9-chain"]]);
+    expect(ctx, "frames", want, json!(frames));
+    if world.sidecar.status().await?.pending > 0 {
+        // Drift is recorded above; the retry this version never made is dropped.
         world.sidecar.reset().await?;
     }
     world.finish().await
