@@ -49,7 +49,8 @@ pub const GROUPS: [(&str, &str, &str); 6] = [
         "The Responses WebSocket (warm-up, incremental frames, refused upgrades, closed \
          sockets), HTTP streams that stall, are cut mid-body or drip slowly, and rate-limit \
          headers: request and connection counts, the transport of each request, the retry \
-         notices and the turn's outcome.",
+         notices and the turn's outcome. Compaction: manual and automatic local compaction \
+         (the summary request and what follows it) and remote compaction (v1 and v2).",
     ),
 ];
 
