@@ -47,6 +47,12 @@ pub struct WorldOptions {
     pub approval_policy: String,
     /// `sandbox_mode`.
     pub sandbox_mode: String,
+    /// The provider's `name` (`Mock` by default). Codex compacts remotely only for a
+    /// provider named `OpenAI` (`transports.md` §3.1); `base_url` stays the sidecar's.
+    pub provider_name: String,
+    /// `model_auto_compact_token_limit`: the usage past which codex compacts by itself
+    /// (`transports.md` §3.5); the key is left out of `config.toml` when `None`.
+    pub auto_compact_token_limit: Option<u64>,
     /// Extra arguments after `app-server --disable plugins` (e.g. `--enable goals`).
     pub extra_args: Vec<String>,
     /// Extra top-level `config.toml` lines.
@@ -77,6 +83,8 @@ impl Default for WorldOptions {
             websocket_connect_timeout_ms: None,
             approval_policy: "never".into(),
             sandbox_mode: "danger-full-access".into(),
+            provider_name: "Mock".into(),
+            auto_compact_token_limit: None,
             extra_args: Vec::new(),
             extra_config: Vec::new(),
             experimental_api: true,
@@ -217,12 +225,16 @@ impl World {
             "model = \"{MOCK_MODEL}\"\nmodel_provider = \"mock\"\napproval_policy = \"{}\"\nsandbox_mode = \"{}\"\n",
             o.approval_policy, o.sandbox_mode
         );
+        if let Some(limit) = o.auto_compact_token_limit {
+            text.push_str(&format!("model_auto_compact_token_limit = {limit}\n"));
+        }
         for line in &o.extra_config {
             text.push_str(line);
             text.push('\n');
         }
         text.push_str(&format!(
-            "\n[model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
+            "\n[model_providers.mock]\nname = \"{}\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
+            o.provider_name,
             self.sidecar.base_url(),
             o.request_max_retries,
             o.stream_max_retries,

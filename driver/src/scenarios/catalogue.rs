@@ -51,7 +51,8 @@ pub const GROUPS: [(&str, &str, &str); 6] = [
          headers: request and connection counts, the transport of each request, the retry \
          notices and the turn's outcome. F2 runs the executor group (A) again with the \
          WebSocket on (names ending in `_ws`, same assertions, and every model request must \
-         have gone over the socket).",
+         have gone over the socket). Compaction: manual and automatic local compaction (the \
+         summary request and what follows it) and remote compaction (v1 and v2).",
     ),
 ];
 

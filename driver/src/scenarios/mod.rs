@@ -1,12 +1,13 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! and `goal_continuation` (group B), `history` (group C), `files` (group D), `request_shape`
 //! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
-//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13) and `fault` (E14);
-//! [`registry()`] lists them all. Each group file declares its scenarios with
-//! [`scenario!`](crate::scenario) in its `scenarios()`.
+//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13), `fault` (E14) and
+//! `compaction` (F14–F16); [`registry()`] lists them all. Each group file declares its
+//! scenarios with [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
 pub mod catalogue;
+pub mod compaction;
 pub mod dynamic_tools;
 pub mod executor;
 pub mod fault;

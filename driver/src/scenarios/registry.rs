@@ -23,6 +23,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::fault::scenarios,
         scenarios::protocol::scenarios,
         scenarios::transport::scenarios,
+        scenarios::compaction::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -45,7 +46,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 108, "the catalogue has 108 scenarios");
+        assert_eq!(names.len(), 113, "the catalogue has 113 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();
