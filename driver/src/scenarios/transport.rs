@@ -4,8 +4,8 @@
 //! Responses WebSocket (F1), an upgrade refused with 426 (F3), failing (F4) or hanging past
 //! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
 //! an error frame with a 429 and rate limits (F8), `previous_response_not_found` (F9),
-//! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), and rate-limit
-//! headers (F17).
+//! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), retry hints
+//! (F13), and rate-limit headers (F17).
 //!
 //! Every row compares, field by field, what codex did with what its catalogue entry says:
 //! request and connection counts, the transport of each captured request, the `error`
@@ -176,6 +176,14 @@ fn rows() -> Vec<Scenario> {
             "F12",
             "events 400 ms apart under a 1.5 s idle timeout: no retry, deltas in order",
             slow_drip
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_retry_after_and_try_again_hints",
+            "F13",
+            "Retry-After 2 on a 500 and a \"try again in 1.5s\" rate-limit failure: each retry \
+             waits what the hint asks (within +700 ms)",
+            retry_hints
         )
         .timeout(Duration::from_secs(30)),
         scenario!(
@@ -709,6 +717,101 @@ async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
     if world.sidecar.status().await?.pending > 0 {
         // Drift is recorded above; the retry this version never made is dropped.
         world.sidecar.reset().await?;
+    }
+    world.finish().await
+}
+
+/// How F13 judges a retry's gap: `honoured` within the window the hint asks for (from the
+/// hint to the hint + 700 ms: codex's own send and our capture add a little), `own backoff`
+/// under 1 s (codex's 200 ms x 2^n schedule, the hint ignored), `other` otherwise.
+fn judge_gap(gap_ms: u64, hint_ms: u64) -> &'static str {
+    if (hint_ms..=hint_ms + 700).contains(&gap_ms) {
+        "honoured"
+    } else if gap_ms < 1000 {
+        "own backoff"
+    } else {
+        "other"
+    }
+}
+
+/// F13: turn 1 gets a 500 with `Retry-After: 2` (request-level retry, `request_max_retries` 1),
+/// turn 2 a `response.failed` `rate_limit_exceeded` saying "try again in 1.5s" (stream-level
+/// retry, `stream_max_retries` 1); each retry succeeds. The catalogue: both hints are
+/// honoured (0.131.0 ignores `Retry-After`: drift), judged on the capture's arrival times
+/// with [`judge_gap`]'s tolerance; the request-level retry is silent, the stream retry has
+/// one notice whose detail is the failure's message after `stream disconnected before
+/// completion:` (`transports.md` §2.3).
+async fn retry_hints(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        request_max_retries: 1,
+        stream_max_retries: 1,
+        ..WorldOptions::default()
+    };
+    let unavailable = json!({"error": {"type": "server_error", "message": "overloaded"}});
+    let hint = "Rate limit reached for requests. Please try again in 1.5s.";
+    let script = vec![
+        Scripted::http_error(500, unavailable).header("retry-after", "2"),
+        Scripted::sse(bodies::assistant_reply("resp-1", "after retry-after")),
+        Scripted::sse(vec![
+            events::response_created("resp-2"),
+            events::failed("resp-2", "rate_limit_exceeded", hint),
+        ]),
+        Scripted::sse(bodies::assistant_reply("resp-3", "after the hint")),
+    ];
+    let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
+    let one = run_turn(
+        &app,
+        &thread,
+        vec![text("f13-one")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    let two = run_turn(
+        &app,
+        &thread,
+        vec![text("f13-two")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    let finals = json!([one.final_response(), two.final_response()]);
+    expect(
+        ctx,
+        "turns.final",
+        json!(["after retry-after", "after the hint"]),
+        finals,
+    );
+    expect(ctx, "turn1.errors", json!([]), json!(errors(&one)));
+    let notice = json!([{"willRetry": true, "message": "Reconnecting... 1/1",
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": null}},
+        "additionalDetails": format!("stream disconnected before completion: {hint}")}]);
+    expect(ctx, "turn2.errors", notice, json!(errors(&two)));
+    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    expect(
+        ctx,
+        "requests.transport",
+        json!(vec!["POST /v1/responses http"; 4]),
+        transports(&requests),
+    );
+    ensure!(
+        requests.len() == 4,
+        "expected 4 requests, got {}",
+        requests.len()
+    );
+    let gap = |a: usize| {
+        requests[a + 1]
+            .received_at_ms
+            .saturating_sub(requests[a].received_at_ms)
+    };
+    for (key, first, hint_ms) in [("retry_after.gap", 0, 2000), ("try_again_in.gap", 2, 1500)] {
+        let judged = judge_gap(gap(first), hint_ms);
+        if judged != "honoured" {
+            let message = format!(
+                "request #{} came {} ms after the failure; the hint asks for {hint_ms} ms",
+                requests[first + 1].index,
+                gap(first)
+            );
+            ctx.drift(key, json!(judged), message);
+        }
     }
     world.finish().await
 }
