@@ -182,7 +182,8 @@ const ROWS: &[(&str, &str, &str, &Fault)] = &[
     (
         "fault_slow_headers_are_not_an_idle_timeout",
         "E14m",
-        "a reply whose headers come after stream_idle_timeout_ms still completes (a stall mid-stream is not scriptable yet)",
+        "a reply whose headers come after stream_idle_timeout_ms still completes: the idle \
+         timeout runs between body bytes, not before the headers (a stall mid-stream is F10)",
         &SLOW_RESPONSE,
     ),
     (
