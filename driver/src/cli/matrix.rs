@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::harness::{runner, scenario};
 use codex_parity::scenarios;
 
 /// What `run` and `bench` share: the binaries and the scenarios of the matrix, and how
@@ -29,16 +29,15 @@ pub(crate) struct MatrixArgs {
     /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
     #[arg(long, value_name = "TEXT")]
     pub(crate) filter: Option<String>,
-    /// Scenarios run at once (default: the number of cores).
+    /// Scenarios run at once (default: twice the cores, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
 }
 
 impl MatrixArgs {
-    /// `--jobs`, else the number of cores.
+    /// `--jobs`, else [`runner::default_jobs`].
     pub(crate) fn jobs(&self) -> usize {
-        self.jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        self.jobs.unwrap_or_else(runner::default_jobs)
     }
 
     /// The scenarios `--filter` selects (all without it); an error when it selects none.

@@ -54,6 +54,29 @@ pub async fn prepare(
     Ok(targets)
 }
 
+/// Worlds one codex world may take in memory, with margin: codex is 115-170 MB resident,
+/// the sidecar about 14 MB.
+const WORLD_MEMORY: u64 = 400 * 1024 * 1024;
+
+/// The default number of scenarios run at once: twice the cores (a world mostly waits on
+/// codex's round trips and retry backoffs, so more worlds than cores keep the cores busy),
+/// but no more than the available memory holds at [`WORLD_MEMORY`] each, and at least 1.
+pub fn default_jobs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let by_memory = available_memory().map_or(usize::MAX, |bytes| {
+        usize::try_from(bytes / WORLD_MEMORY).unwrap_or(usize::MAX)
+    });
+    (2 * cores).min(by_memory).max(1)
+}
+
+/// `MemAvailable` of `/proc/meminfo` in bytes, where the system has it.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// What one run of a scenario produced.
 #[derive(Debug, Clone)]
 pub struct Ran {
@@ -297,4 +320,24 @@ pub async fn run_shard_until(
     }
     finished.records = records.into_iter().flatten().collect();
     finished
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_jobs_is_twice_the_cores_within_memory() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let jobs = default_jobs();
+        assert!(
+            jobs >= 1 && jobs <= 2 * cores,
+            "{jobs} jobs on {cores} cores"
+        );
+        if let Some(bytes) = available_memory() {
+            assert!(bytes > 0);
+            let fit = (bytes / WORLD_MEMORY) as usize;
+            assert_eq!(jobs, (2 * cores).min(fit).max(1));
+        }
+    }
 }
