@@ -12,7 +12,8 @@
 //! fixture.
 //!
 //! An unlisted drift fails the scenario; so does a drift whose value is not the listed
-//! one, and an applicable entry that did not happen (a baseline never goes stale). A
+//! one, and an applicable entry that did not happen (a baseline never goes stale), unless
+//! the entry says `"intermittent": true` (a race inside codex that shows only sometimes). A
 //! failure is always a failure. Each entry says whether the drift `contradicts` the
 //! scenario's headline claim: such a run is [`Outcome::Contradicts`], apart from drift in a
 //! detail ([`Outcome::Drift`]). In strict mode any drift fails.
@@ -117,6 +118,10 @@ pub struct Expected {
     pub reason: String,
     /// Whether the drift contradicts the scenario's headline claim (rather than a detail).
     pub contradicts: bool,
+    /// Whether codex shows it only sometimes (a race inside codex): a run without it does not
+    /// make the entry stale. A run with it is still reported, never counted as a pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intermittent: bool,
 }
 
 /// `observed: null` is a value, not an absent field.
@@ -347,6 +352,7 @@ impl Baseline {
                 ""
             };
             match seen.as_slice() {
+                [] if entry.intermittent => {}
                 [] => problems.push(format!(
                     "{} expects {} = {} on {} ({}), but it did not happen: remove or narrow the entry",
                     self.path.display(),
@@ -402,6 +408,7 @@ mod tests {
             versions: vec!["0.171.0".into()],
             reason: format!("reason of {key}"),
             contradicts,
+            intermittent: false,
         }
     }
 
@@ -523,6 +530,20 @@ mod tests {
             }
             o => panic!("{o:?}"),
         }
+    }
+
+    #[test]
+    fn an_intermittent_entry_is_not_stale_when_absent_and_reported_when_present() {
+        let mut b = baseline();
+        b.expected.retain(|e| e.key == "requests.tool_call_pairing");
+        b.expected[0].intermittent = true;
+        assert_eq!(b.judge("s", None, vec![]), Outcome::Passed);
+        assert!(matches!(
+            b.judge("s", None, vec![pairing()]),
+            Outcome::Drift(_)
+        ));
+        b.expected[0].intermittent = false;
+        assert!(matches!(b.judge("s", None, vec![]), Outcome::Failed(_)));
     }
 
     #[test]

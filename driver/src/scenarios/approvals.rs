@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, ensure};
+use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
@@ -149,21 +149,33 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
             .is_some_and(|c| c.contains("touch approved.txt")),
         "the approval request does not show the command: {request}"
     );
-    let items = turn.completed_items("commandExecution");
-    ensure_eq!(
-        items.len(),
-        1,
-        "completed commandExecution items (the turn's notifications: {})",
-        turn.messages
-            .iter()
-            .map(|m| m.method())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let item = items[0];
-    ensure_eq!(item["id"], request["itemId"], "the approved item's id");
     let file = world.workspace.join("approved.txt");
-    check_command_effect(item, decision, &file)?;
+    let notifications = || {
+        let methods: Vec<&str> = turn.messages.iter().map(|m| m.method()).collect();
+        methods.join(", ")
+    };
+    match turn.completed_items("commandExecution").as_slice() {
+        [item] => {
+            ensure_eq!(item["id"], request["itemId"], "the approved item's id");
+            check_command_effect(item, decision, &file)?;
+        }
+        // Codex 0.131.0 sometimes sends no item/completed for an approved command that ran
+        // (its output reached the model): reported as drift, the effect still checked.
+        [] if decision == Decision::Accept && file.exists() => ctx.drift(
+            "command.item_completed",
+            json!(false),
+            format!(
+                "no item/completed for the approved command, though it ran (the turn's \
+                 notifications: {})",
+                notifications()
+            ),
+        ),
+        items => bail!(
+            "completed commandExecution items: expected 1, got {} (the turn's notifications: {})",
+            items.len(),
+            notifications()
+        ),
+    }
     ensure_eq!(turn.final_response(), "ok", "final response");
     let requests = expect_requests(&world, 2).await?;
     check_command_output(&requests, decision)?;
