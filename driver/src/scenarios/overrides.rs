@@ -112,6 +112,18 @@ async fn overrides_and_output_schema(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     completed(&third, "third")?;
     let requests = expect_requests(&world, 3).await?;
+    check_override_requests(ctx, &requests, &sub)?;
+    check_settings_read(ctx, &app, &thread, &sub).await?;
+    world.finish().await
+}
+
+/// The three requests of G1: the schema as `text.format` in the first only; the model, the
+/// cwd and the effort of the overrides in all three, but the third's model.
+fn check_override_requests(
+    ctx: &Ctx,
+    requests: &[CapturedRequest],
+    sub: &str,
+) -> anyhow::Result<()> {
     let format = json!({
         "type": "json_schema", "strict": true, "schema": answer_schema(),
         "name": "codex_output_schema"
@@ -127,7 +139,7 @@ async fn overrides_and_output_schema(ctx: &Ctx) -> anyhow::Result<()> {
         ensure_eq!(body["model"], json!(model), "request {} model", i + 1);
         ensure_eq!(
             context_cwd(&requests[i]),
-            Some(sub.clone()),
+            Some(sub.to_string()),
             "request {} environment_context cwd",
             i + 1
         );
@@ -148,8 +160,7 @@ async fn overrides_and_output_schema(ctx: &Ctx) -> anyhow::Result<()> {
         "outputSchema outlived its turn: request 2 text {}",
         requests[1].body_json()?["text"]
     );
-    check_settings_read(ctx, &app, &thread, &sub).await?;
-    world.finish().await
+    Ok(())
 }
 
 /// The turn completed; `which` names it.

@@ -352,7 +352,11 @@ async fn loaded_and_metadata(ctx: &Ctx) -> anyhow::Result<()> {
         json!([thread, other]),
         "thread/loaded/list after unsubscribe"
     );
-    let git = json!({"sha": "abc123", "branch": "feature/x", "originUrl": "https://example.invalid/r.git"});
+    let git = json!({
+        "sha": "abc123",
+        "branch": "feature/x",
+        "originUrl": "https://example.invalid/r.git"
+    });
     let updated = app
         .call(
             "thread/metadata/update",

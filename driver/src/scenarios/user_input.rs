@@ -105,7 +105,11 @@ fn script(reply: &str) -> Vec<Scripted> {
 fn plan_mode() -> TurnOptions {
     let mode = json!({
         "mode": "plan",
-        "settings": {"model": "mock-model", "reasoning_effort": null, "developer_instructions": null}
+        "settings": {
+            "model": "mock-model",
+            "reasoning_effort": null,
+            "developer_instructions": null
+        }
     });
     let mut extra = serde_json::Map::new();
     extra.insert("collaborationMode".into(), mode);
