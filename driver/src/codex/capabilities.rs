@@ -200,6 +200,17 @@ impl Capabilities {
         self.require_field("TurnStartParams", "collaborationMode")
     }
 
+    /// `turn/start` takes `collaborationMode` (plan mode) and the binary sends
+    /// `item/plan/delta` (G15).
+    pub fn needs_plan_items(&self) -> Result<(), String> {
+        self.require_field("TurnStartParams", "collaborationMode")?;
+        if self.notifications.contains("item/plan/delta") {
+            Ok(())
+        } else {
+            Err("this codex sends no item/plan/delta".into())
+        }
+    }
+
     /// The binary sends the server request `method` (e.g. an approval request).
     pub fn needs_server_request(&self, method: &str) -> Result<(), String> {
         if self.server_requests.contains(method) {

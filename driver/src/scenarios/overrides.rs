@@ -32,7 +32,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "turn_sandbox_and_approval_overrides_persist",
             "G2",
             "a read-only sandbox override stops writes in its turn and the next; an untrusted \
-             approval override asks before a command",
+             approval override asks before commands in its turn and the next",
             sandbox_and_approval
         )
         .applies(|c| c.needs_server_request("item/commandExecution/requestApproval")),
@@ -203,6 +203,8 @@ async fn sandbox_and_approval(ctx: &Ctx) -> anyhow::Result<()> {
         Scripted::sse(bodies::assistant_reply("resp-2b", "two")),
         exec_reply("resp-3", "call-ask", "touch c.txt"),
         Scripted::sse(bodies::assistant_reply("resp-3b", "three")),
+        exec_reply("resp-4", "call-ask-again", "touch d.txt"),
+        Scripted::sse(bodies::assistant_reply("resp-4b", "four")),
     ];
     let (world, app, thread) = setup(ctx, script).await?;
     let approvals = record_requests(&app, "item/commandExecution/requestApproval", |_| {
@@ -219,12 +221,13 @@ async fn sandbox_and_approval(ctx: &Ctx) -> anyhow::Result<()> {
                 "sandboxPolicy": {"type": "dangerFullAccess"}
             })),
         ),
+        ("touch d", options(json!({}))),
     ];
     for (prompt, opts) in turns {
         let turn = run_turn(&app, &thread, vec![text(prompt)], &opts).await?;
         completed(&turn, prompt)?;
     }
-    let requests = expect_requests(&world, 6).await?;
+    let requests = expect_requests(&world, 8).await?;
     for (index, call) in [(1, "call-ro-1"), (3, "call-ro-2")] {
         let output = requests[index]
             .function_call_output_text(call)
@@ -235,22 +238,26 @@ async fn sandbox_and_approval(ctx: &Ctx) -> anyhow::Result<()> {
             "the {call} output is no read-only failure: {output}"
         );
     }
-    let asked = recorded(&approvals);
-    ensure_eq!(asked.len(), 1, "command approval requests");
-    ensure_eq!(asked[0]["itemId"], json!("call-ask"), "approval itemId");
-    ensure_eq!(
-        asked[0]["command"],
-        json!("/bin/bash -lc 'touch c.txt'"),
-        "approval command"
-    );
-    let declined = requests[5]
-        .function_call_output_text("call-ask")
-        .context("request 6 has no output of call-ask")?;
-    ensure!(
-        declined.contains("rejected by user"),
-        "the declined command's output: {declined}"
-    );
-    for name in ["a.txt", "b.txt", "c.txt"] {
+    // The untrusted policy asks in its turn and in the next one, which names no policy.
+    let asked: Vec<Value> = recorded(&approvals)
+        .iter()
+        .map(|p| json!([p["itemId"], p["command"]]))
+        .collect();
+    let want = vec![
+        json!(["call-ask", "/bin/bash -lc 'touch c.txt'"]),
+        json!(["call-ask-again", "/bin/bash -lc 'touch d.txt'"]),
+    ];
+    ensure_eq!(asked, want, "command approval requests (itemId, command)");
+    for (index, call) in [(5, "call-ask"), (7, "call-ask-again")] {
+        let declined = requests[index]
+            .function_call_output_text(call)
+            .with_context(|| format!("request {} has no output of {call}", index + 1))?;
+        ensure!(
+            declined.contains("rejected by user"),
+            "the declined {call} output: {declined}"
+        );
+    }
+    for name in ["a.txt", "b.txt", "c.txt", "d.txt"] {
         ensure!(
             !world.workspace.join(name).exists(),
             "{name} was written despite the override"

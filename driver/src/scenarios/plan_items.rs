@@ -1,6 +1,6 @@
-//! Plans and other items (`parity-scenarios.md` G12–G14): the plan tool's
-//! `turn/plan/updated`, a scripted `web_search_call` rendered as `webSearch` items, and
-//! `command/exec` outside any turn.
+//! Plans and other items (`parity-scenarios.md` G12–G15): the plan tool's
+//! `turn/plan/updated`, a plan-mode `<proposed_plan>` block as a `plan` item, a scripted
+//! `web_search_call` rendered as `webSearch` items, and `command/exec` outside any turn.
 
 use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{call_reply, expect, expect_requests, setup};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
+use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::scenario;
@@ -29,6 +30,14 @@ pub fn scenarios() -> Vec<Scenario> {
                 Err("this codex sends no turn/plan/updated".into())
             }
         }),
+        scenario!(
+            "plan_mode_proposed_plan_becomes_plan_item",
+            "G15",
+            "in plan mode a <proposed_plan> block of a streamed message becomes a plan item \
+             with item/plan/delta; the message keeps the rest",
+            proposed_plan
+        )
+        .applies(Capabilities::needs_plan_items),
         scenario!(
             "web_search_call_items_reach_client",
             "G13",
@@ -110,6 +119,73 @@ async fn plan_tool(ctx: &Ctx) -> anyhow::Result<()> {
         json!("Plan updated"),
         json!(output),
     );
+    world.finish().await
+}
+
+/// The text before the plan block, and the plan inside it.
+const PLAN_INTRO: &str = "Here is my plan.\n";
+const PLAN_BODY: &str = "# Fix\n- read code\n- write fix\n";
+
+/// What G15 checks of one item notification: method, type, id, text.
+fn plan_mode_item(method: &str, p: &Value) -> Value {
+    let i = &p["item"];
+    json!([method, i["type"], i["id"], i["text"]])
+}
+
+async fn proposed_plan(ctx: &Ctx) -> anyhow::Result<()> {
+    let full = format!("{PLAN_INTRO}<proposed_plan>\n{PLAN_BODY}</proposed_plan>");
+    let script = vec![Scripted::sse(vec![
+        events::response_created("resp-plan"),
+        events::message_item_added_empty("msg-plan"),
+        events::output_text_delta(&full[..20]),
+        events::output_text_delta(&full[20..]),
+        events::assistant_message("msg-plan", &full),
+        events::completed("resp-plan"),
+    ])];
+    let (world, app, thread) = setup(ctx, script).await?;
+    let options = super::user_input::plan_mode();
+    let turn = run_turn(&app, &thread, vec![text("plan please")], &options).await?;
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
+    ensure_eq!(
+        turn.chunks(),
+        vec![PLAN_INTRO.to_string()],
+        "message chunks"
+    );
+    ensure_eq!(turn.final_response(), PLAN_INTRO, "final response");
+    let plan_id = turn
+        .notifications("item/started")
+        .into_iter()
+        .find(|p| p["item"]["type"] == "plan")
+        .and_then(|p| p["item"]["id"].as_str().map(String::from))
+        .context("no plan item started")?;
+    // 0.131.0 and 0.161.0 name the plan item after the turn; 0.171.0 gives it an id of its own.
+    expect(
+        ctx,
+        "plan_item.id_is_turn_id_plan",
+        json!(true),
+        json!(plan_id == format!("{}-plan", turn.id)),
+    );
+    let items: Vec<Value> = turn
+        .messages
+        .iter()
+        .filter(|m| m.is("item/started") || m.is("item/completed"))
+        .filter(|m| m.params()["item"]["type"] != "userMessage")
+        .map(|m| plan_mode_item(m.method(), m.params()))
+        .collect();
+    let want = vec![
+        json!(["item/started", "agentMessage", "msg-plan", ""]),
+        json!(["item/started", "plan", plan_id, ""]),
+        json!(["item/completed", "plan", plan_id, PLAN_BODY]),
+        json!(["item/completed", "agentMessage", "msg-plan", PLAN_INTRO]),
+    ];
+    ensure_eq!(items, want, "items (method, type, id, text) in order");
+    let deltas: Vec<Value> = turn
+        .notifications("item/plan/delta")
+        .into_iter()
+        .map(|p| json!([p["itemId"], p["delta"]]))
+        .collect();
+    ensure_eq!(deltas, vec![json!([plan_id, PLAN_BODY])], "item/plan/delta");
+    expect_requests(&world, 1).await?;
     world.finish().await
 }
 

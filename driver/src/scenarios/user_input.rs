@@ -101,8 +101,9 @@ fn script(reply: &str) -> Vec<Scripted> {
     ]
 }
 
-/// `turn/start` params selecting plan mode, where request_user_input is offered.
-fn plan_mode() -> TurnOptions {
+/// `turn/start` params selecting plan mode, where request_user_input is offered (G15 uses it
+/// too).
+pub fn plan_mode() -> TurnOptions {
     let mode = json!({
         "mode": "plan",
         "settings": {
