@@ -45,8 +45,8 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario!(
             "thread_list_pages_search_and_order",
             "G10",
-            "thread/list: limit and cursor visit every thread once, searchTerm finds one, \
-             sortDirection asc reverses the order",
+            "thread/list: limit and cursor visit every thread once; searchTerm, cwd and \
+             modelProviders filter; sortDirection asc reverses the order",
             list_paging
         )
         .applies(|c| c.require_methods(&["thread/list"])),
@@ -263,17 +263,17 @@ async fn align_to_second() {
     tokio::time::sleep(Duration::from_millis(rest + 20)).await;
 }
 
-/// Three threads with one turn each, started within one second; returns their ids, oldest
-/// first.
+/// Three threads with one turn each, started within one second, the newest in `elsewhere`;
+/// returns their ids, oldest first.
 async fn three_threads(
     world: &World,
     app: &AppServer,
     first: String,
+    elsewhere: &str,
 ) -> anyhow::Result<Vec<String>> {
     let mut ids = vec![first];
-    for _ in 0..2 {
-        ids.push(world.start_thread(app, json!({})).await?.0);
-    }
+    ids.push(world.start_thread(app, json!({})).await?.0);
+    ids.push(world.start_thread(app, json!({"cwd": elsewhere})).await?.0);
     for (i, id) in ids.iter().enumerate() {
         turn_ok(app, id, &format!("thread number {i} says hello")).await?;
     }
@@ -285,9 +285,12 @@ async fn list_paging(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(Default::default()).await?;
     world.script(script).await?;
     let app = world.start().await?;
+    let elsewhere = world.workspace.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).context("creating the other cwd")?;
+    let elsewhere = elsewhere.display().to_string();
     align_to_second().await;
     let first = world.start_thread(&app, json!({})).await?.0;
-    let ids = three_threads(&world, &app, first).await?;
+    let ids = three_threads(&world, &app, first, &elsewhere).await?;
     let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
     let all = app.call("thread/list", json!({})).await?;
     ensure_eq!(listed_ids(&all), newest_first, "thread/list order");
@@ -303,6 +306,19 @@ async fn list_paging(ctx: &Ctx) -> anyhow::Result<()> {
         vec![ids[1].clone()],
         "thread/list searchTerm"
     );
+    let filters = [
+        (json!({"cwd": elsewhere}), vec![ids[2].clone()]),
+        (
+            json!({"cwd": world.workspace.display().to_string()}),
+            vec![ids[1].clone(), ids[0].clone()],
+        ),
+        (json!({"modelProviders": ["mock"]}), newest_first.clone()),
+        (json!({"modelProviders": ["elsewhere"]}), Vec::new()),
+    ];
+    for (params, want) in filters {
+        let got = app.call("thread/list", params.clone()).await?;
+        ensure_eq!(listed_ids(&got), want, "thread/list {params}");
+    }
     check_pages(ctx, &app, &newest_first).await?;
     expect_requests(&world, 3).await?;
     world.finish().await
