@@ -153,6 +153,8 @@ struct Shared {
     log_changed: Notify,
     pending: Mutex<HashMap<RequestId, Reply>>,
     handlers: Mutex<HashMap<String, Handler>>,
+    /// Server request methods the client leaves unanswered (see `leave_unanswered`).
+    held: Mutex<Vec<String>>,
     unhandled: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
     stderr: StderrTail,
@@ -228,6 +230,7 @@ impl AppServer {
             log_changed: Notify::new(),
             pending: Mutex::new(HashMap::new()),
             handlers: Mutex::new(HashMap::new()),
+            held: Mutex::new(Vec::new()),
             unhandled: Mutex::new(Vec::new()),
             bad_lines: Mutex::new(Vec::new()),
             stderr: StderrTail::new(STDERR_TAIL_LINES),
@@ -275,6 +278,12 @@ impl AppServer {
         handler: impl Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static,
     ) {
         lock(&self.shared.handlers).insert(method.to_string(), Arc::new(handler));
+    }
+
+    /// Leaves every later `method` server request unanswered, as a client that never answers
+    /// does; the request is still logged (see [`AppServer::messages`]).
+    pub fn leave_unanswered(&self, method: &str) {
+        lock(&self.shared.held).push(method.to_string());
     }
 
     /// Server requests that arrived without a registered handler.
@@ -577,6 +586,9 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
 }
 
 fn answer_server_request(shared: &Shared, id: &RequestId, method: &str, params: &Value) {
+    if lock(&shared.held).iter().any(|m| m == method) {
+        return;
+    }
     let handler = lock(&shared.handlers).get(method).cloned();
     let reply = match handler {
         Some(handler) => match handler(params) {

@@ -188,6 +188,29 @@ impl Capabilities {
         self.require_methods(&["thread/resume", "thread/fork"])
     }
 
+    /// `turn/start` takes `outputSchema` (G1).
+    pub fn needs_output_schema(&self) -> Result<(), String> {
+        self.require_field("TurnStartParams", "outputSchema")
+    }
+
+    /// The binary asks the client `item/tool/requestUserInput`, and `turn/start` takes the
+    /// `collaborationMode` that offers it (plan mode) (G3–G6).
+    pub fn needs_user_input(&self) -> Result<(), String> {
+        self.needs_server_request("item/tool/requestUserInput")?;
+        self.require_field("TurnStartParams", "collaborationMode")
+    }
+
+    /// `turn/start` takes `collaborationMode` (plan mode) and the binary sends
+    /// `item/plan/delta` (G15).
+    pub fn needs_plan_items(&self) -> Result<(), String> {
+        self.require_field("TurnStartParams", "collaborationMode")?;
+        if self.notifications.contains("item/plan/delta") {
+            Ok(())
+        } else {
+            Err("this codex sends no item/plan/delta".into())
+        }
+    }
+
     /// The binary sends the server request `method` (e.g. an approval request).
     pub fn needs_server_request(&self, method: &str) -> Result<(), String> {
         if self.server_requests.contains(method) {

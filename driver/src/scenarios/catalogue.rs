@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 6] = [
+pub const GROUPS: [(&str, &str, &str); 7] = [
     (
         "A",
         "Executor and turn parity",
@@ -53,6 +53,17 @@ pub const GROUPS: [(&str, &str, &str); 6] = [
          WebSocket on (names ending in `_ws`, same assertions, and every model request must \
          have gone over the socket). Compaction: manual and automatic local compaction (the \
          summary request and what follows it) and remote compaction (v1 and v2).",
+    ),
+    (
+        "G",
+        "Turn settings, user input, thread lifecycle and items",
+        "Per-turn overrides (cwd, model, effort, sandbox, approval policy) and structured \
+         output: what reaches the model request and what outlives its turn. Asking the user \
+         (`request_user_input`): answered, declined, unavailable outside plan mode, never \
+         answered before an interrupt. A thread's lifecycle: unarchive, delete and rollback \
+         where the schema has them, `thread/list` paging, search and order, loaded threads, \
+         unsubscribe, metadata. Plan updates, web-search items and `command/exec` outside a \
+         turn.",
     ),
 ];
 

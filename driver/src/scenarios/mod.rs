@@ -1,9 +1,11 @@
 //! The parity scenarios, grouped as in `parity-scenarios.md`: `executor` (group A), `goal`
 //! and `goal_continuation` (group B), `history` (group C), `files` (group D), `request_shape`
 //! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
-//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13), `fault` (E14) and
-//! `compaction` (F14–F16); [`registry()`] lists them all. Each group file declares its
-//! scenarios with [`scenario!`](crate::scenario) in its `scenarios()`.
+//! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13), `fault` (E14),
+//! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
+//! `thread_lifecycle` (G7–G11) and `plan_items` (G12–G15); [`registry()`] lists them all.
+//! Each group file declares its scenarios with [`scenario!`](crate::scenario) in its
+//! `scenarios()`.
 
 pub mod approvals;
 pub mod catalogue;
@@ -17,13 +19,17 @@ pub mod goal_continuation;
 pub mod history;
 pub mod interaction;
 pub mod lifecycle;
+pub mod overrides;
+pub mod plan_items;
 pub mod protocol;
 pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
 pub mod support;
+pub mod thread_lifecycle;
 pub mod threads;
 pub mod transport;
+pub mod user_input;
 
 pub use registry::registry;
 

@@ -24,6 +24,10 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::protocol::scenarios,
         scenarios::transport::scenarios,
         scenarios::compaction::scenarios,
+        scenarios::overrides::scenarios,
+        scenarios::user_input::scenarios,
+        scenarios::thread_lifecycle::scenarios,
+        scenarios::plan_items::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -46,7 +50,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 114, "the catalogue has 114 scenarios");
+        assert_eq!(names.len(), 129, "the catalogue has 129 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();
