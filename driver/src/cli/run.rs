@@ -24,10 +24,13 @@ use crate::cli::merge::show;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     matrix: MatrixArgs,
-    /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
+    /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where;
+    /// each world's transcript (what codex sent the client, normalised) is left in it as
+    /// transcript.json.
     #[arg(long)]
     keep: bool,
-    /// Write results.json, junit.xml, report.md and report.html into this directory.
+    /// Write results.json, junit.xml, report.md and report.html into this directory, and
+    /// each scenario's transcript as transcripts/VERSION/SCENARIO.json.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
     /// Run only share K of N of the (scenario, binary) cells, chosen by a stable hash of
@@ -131,10 +134,30 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     };
     let code = show(&matrix, args.report.as_deref(), drift)?;
+    write_transcripts(&args, records)?;
     if !request_drift_and_bless(&args, records, &binaries) {
         return Ok(ExitCode::from(2));
     }
     Ok(code)
+}
+
+/// The transcripts: into the report directory with `--report`, beside each world with
+/// `--keep`.
+fn write_transcripts(args: &RunArgs, records: &[Record]) -> anyhow::Result<()> {
+    use codex_parity::drift::transcript;
+    if let Some(dir) = &args.report {
+        let n = transcript::write_report(dir, records)?;
+        eprintln!(
+            "codex-parity: wrote {n} transcript(s) to {}",
+            dir.join("transcripts").display()
+        );
+    }
+    if args.keep {
+        for path in transcript::write_kept(records)? {
+            eprintln!("codex-parity: kept {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// The report's schema and request drift sections, for two or more binaries, from the

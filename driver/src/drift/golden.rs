@@ -415,6 +415,7 @@ mod tests {
             duration: Duration::ZERO,
             requests: vec![captured.clone()],
             observations: Vec::new(),
+            transcripts: Vec::new(),
         };
         let records = vec![
             record("request_shape_plain", Outcome::Passed),

@@ -197,6 +197,7 @@ mod tests {
             duration: Duration::ZERO,
             requests,
             observations: Vec::new(),
+            transcripts: Vec::new(),
         }
     }
 

@@ -19,7 +19,7 @@ use crate::harness::baseline::Baseline;
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
-use crate::harness::tally::Tally;
+use crate::harness::tally::{Connection, Tally};
 use crate::harness::world::Settings;
 use crate::lock;
 
@@ -65,6 +65,8 @@ pub struct Ran {
     pub requests: Vec<CapturedRequest>,
     /// What it observed (see [`Ctx::observe`]).
     pub observations: Vec<String>,
+    /// What its app-servers sent to the client, world after world.
+    pub transcripts: Vec<Connection>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -77,6 +79,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             duration: started.elapsed(),
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
         };
     }
     let ctx = Ctx::new(
@@ -110,6 +113,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             format!("{}\nthen: {f}", deaths.join("\n"))
         }
     });
+    let transcripts = Tally::take(&ctx.tally().transcripts);
     let outcome = target
         .baseline
         .judge(scenario.name, failure, Tally::take(&ctx.tally().drift));
@@ -118,6 +122,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally().requests),
         observations: Tally::take(&ctx.tally().observations),
+        transcripts,
     }
 }
 
@@ -138,6 +143,8 @@ pub struct Record {
     pub requests: Vec<CapturedRequest>,
     /// What the scenario observed about this codex.
     pub observations: Vec<String>,
+    /// What codex sent to the client, one entry per app-server of each world.
+    pub transcripts: Vec<Connection>,
 }
 
 impl Record {
@@ -150,6 +157,7 @@ impl Record {
             duration,
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
         }
     }
 }
@@ -234,6 +242,7 @@ pub async fn run_shard_until(
             let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
             record.requests = ran.requests;
             record.observations = ran.observations;
+            record.transcripts = ran.transcripts;
             on_done(&record);
             (i, record)
         });

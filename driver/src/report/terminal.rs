@@ -223,6 +223,7 @@ mod tests {
             duration: std::time::Duration::from_millis(600),
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
         };
         assert_eq!(
             p.line(&record("codex-a")),
