@@ -128,11 +128,18 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     let records = &finished.records;
-    let drift = if args.report.is_some() && binaries.len() > 1 {
+    let mut drift = if args.report.is_some() && binaries.len() > 1 {
         drift_sections(records, &targets)
     } else {
         Vec::new()
     };
+    drift.push(report::conformance::section(records));
+    for (label, totals) in report::conformance::totals(records) {
+        eprintln!(
+            "codex-parity: against its own schema: {}",
+            report::conformance::line(&label, &totals)
+        );
+    }
     let code = show(&matrix, args.report.as_deref(), drift)?;
     write_transcripts(&args, records)?;
     if !request_drift_and_bless(&args, records, &binaries) {

@@ -5,6 +5,7 @@
 pub mod binaries;
 pub mod binary;
 pub mod capabilities;
+pub mod conformance;
 pub mod install;
 pub mod schema;
 pub mod schema_diff;

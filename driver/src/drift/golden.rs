@@ -416,6 +416,7 @@ mod tests {
             requests: vec![captured.clone()],
             observations: Vec::new(),
             transcripts: Vec::new(),
+            checked: None,
         };
         let records = vec![
             record("request_shape_plain", Outcome::Passed),

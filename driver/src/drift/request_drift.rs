@@ -198,6 +198,7 @@ mod tests {
             requests,
             observations: Vec::new(),
             transcripts: Vec::new(),
+            checked: None,
         }
     }
 

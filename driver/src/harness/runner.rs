@@ -16,6 +16,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::baseline::Baseline;
+use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
@@ -67,6 +68,9 @@ pub struct Ran {
     pub observations: Vec<String>,
     /// What its app-servers sent to the client, world after world.
     pub transcripts: Vec<Connection>,
+    /// What checking those messages against codex's own schema found (`None`: not
+    /// checked, the binary's schema could not be compiled or the scenario did not run).
+    pub checked: Option<Checked>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -80,6 +84,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             requests: Vec::new(),
             observations: Vec::new(),
             transcripts: Vec::new(),
+            checked: None,
         };
     }
     let ctx = Ctx::new(
@@ -114,15 +119,20 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         }
     });
     let transcripts = Tally::take(&ctx.tally().transcripts);
-    let outcome = target
-        .baseline
-        .judge(scenario.name, failure, Tally::take(&ctx.tally().drift));
+    let mut drift = Tally::take(&ctx.tally().drift);
+    let checked = target.caps.conformance.as_ref().map(|c| {
+        let checked = conformance::check(c, &transcripts);
+        drift.extend(checked.drift.iter().cloned());
+        checked
+    });
+    let outcome = target.baseline.judge(scenario.name, failure, drift);
     Ran {
         outcome,
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally().requests),
         observations: Tally::take(&ctx.tally().observations),
         transcripts,
+        checked,
     }
 }
 
@@ -145,6 +155,8 @@ pub struct Record {
     pub observations: Vec<String>,
     /// What codex sent to the client, one entry per app-server of each world.
     pub transcripts: Vec<Connection>,
+    /// What checking it against codex's own schema found (see [`Ran::checked`]).
+    pub checked: Option<Checked>,
 }
 
 impl Record {
@@ -158,6 +170,7 @@ impl Record {
             requests: Vec::new(),
             observations: Vec::new(),
             transcripts: Vec::new(),
+            checked: None,
         }
     }
 }
@@ -243,6 +256,7 @@ pub async fn run_shard_until(
             record.requests = ran.requests;
             record.observations = ran.observations;
             record.transcripts = ran.transcripts;
+            record.checked = ran.checked;
             on_done(&record);
             (i, record)
         });

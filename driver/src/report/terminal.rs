@@ -224,6 +224,7 @@ mod tests {
             requests: Vec::new(),
             observations: Vec::new(),
             transcripts: Vec::new(),
+            checked: None,
         };
         assert_eq!(
             p.line(&record("codex-a")),
