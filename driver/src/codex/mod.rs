@@ -9,4 +9,5 @@ pub mod conformance;
 pub mod install;
 pub mod schema;
 pub mod schema_diff;
+pub mod surface;
 pub mod versions;
