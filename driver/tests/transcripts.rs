@@ -132,3 +132,77 @@ async fn the_real_schema_rejects_a_renamed_or_retyped_field() {
         Verdict::UnknownMethod
     );
 }
+
+/// The golden transcripts of the pinned version match a fresh run, by shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn golden_transcripts_match_on_the_pinned_version() {
+    use codex_parity::drift::golden_transcript::{self, Compared};
+    let target = pinned().await;
+    let dir = golden_transcript::default_dir();
+    for name in golden_transcript::SCENARIOS {
+        let ran = run(&target, name).await;
+        let record = runner::Record {
+            scenario: name,
+            id: "",
+            label: target.binary.label(),
+            outcome: ran.outcome,
+            duration: ran.duration,
+            requests: Vec::new(),
+            observations: Vec::new(),
+            transcripts: ran.transcripts,
+            checked: None,
+        };
+        match golden_transcript::compare(&dir, &record).unwrap() {
+            Some(Compared::Matched(_)) => {}
+            other => panic!("{name}: {other:?} ({:?})", record.outcome),
+        }
+    }
+}
+
+/// `--transcript-diff` on the real oldest and newest of the comparison set: the client
+/// stream of a plain turn changed between them, and a version against itself shows none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_transcript_diff_between_oldest_and_newest() {
+    use codex_parity::drift::transcript_diff;
+    let set = versions::load().unwrap();
+    let mut compare = set.compare.clone();
+    compare.sort_by_key(|v| versions::sort_key(v));
+    let (cache, progress) = (Cache::from_env().unwrap(), StderrProgress::new());
+    let mut records = Vec::new();
+    let mut bins = Vec::new();
+    for version in [&compare[0], &compare[compare.len() - 1]] {
+        let binary = binaries::resolve_spec(version, &cache, &progress)
+            .await
+            .unwrap();
+        let target = runner::prepare(vec![binary.clone()], &Baseline::default_dir())
+            .await
+            .unwrap()
+            .remove(0);
+        let ran = run(&target, "smoke_uses_mock_responses").await;
+        records.push(runner::Record {
+            scenario: "smoke_uses_mock_responses",
+            id: "A1",
+            label: binary.label(),
+            outcome: ran.outcome,
+            duration: ran.duration,
+            requests: Vec::new(),
+            observations: Vec::new(),
+            transcripts: ran.transcripts,
+            checked: None,
+        });
+        bins.push(binary);
+    }
+    let text = transcript_diff::report(&records, &bins);
+    let pair = format!("{} -> {}: messages", bins[0].label(), bins[1].label());
+    assert!(text.contains(&pair), "{text}");
+    assert!(text.contains("change(s)"), "{text}");
+    assert!(
+        text.contains("+ notification thread/started params.thread."),
+        "new thread fields: {text}"
+    );
+    let same = transcript_diff::changes(
+        &transcript_diff::shape(&transcript::normalize(&records[1].transcripts)),
+        &transcript_diff::shape(&transcript::normalize(&records[1].transcripts)),
+    );
+    assert!(same.is_empty());
+}

@@ -3,7 +3,9 @@
 //! times, long texts), diffed structurally, compared with golden files and across versions.
 
 pub mod golden;
+pub mod golden_transcript;
 pub mod normalize;
 pub mod request_diff;
 pub mod request_drift;
 pub mod transcript;
+pub mod transcript_diff;
