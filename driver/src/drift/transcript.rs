@@ -82,21 +82,32 @@ pub fn write_report(dir: &Path, records: &[Record]) -> anyhow::Result<usize> {
 pub fn write_kept(records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for record in records {
-        let normalised = normalize(&record.transcripts);
-        let mut by_root: BTreeMap<&Path, Vec<Value>> = BTreeMap::new();
-        for (c, value) in record.transcripts.iter().zip(normalised) {
-            by_root.entry(c.root.as_path()).or_default().push(value);
-        }
-        for (root, connections) in by_root.into_iter().filter(|(r, _)| r.is_dir()) {
-            let path = root.join(KEPT_FILE);
-            let doc = json!({
-                "codex": version_of(record),
-                "scenario": record.scenario,
-                "connections": connections,
-            });
-            write_json(&path, &doc)?;
-            written.push(path);
-        }
+        let version = version_of(record);
+        written.extend(write_kept_connections(
+            record.scenario,
+            version,
+            &record.transcripts,
+        )?);
+    }
+    Ok(written)
+}
+
+/// [`write_kept`] for the connections of one scenario run on codex `version`.
+pub fn write_kept_connections(
+    scenario: &str,
+    version: &str,
+    connections: &[Connection],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut by_root: BTreeMap<&Path, Vec<Value>> = BTreeMap::new();
+    for (c, value) in connections.iter().zip(normalize(connections)) {
+        by_root.entry(c.root.as_path()).or_default().push(value);
+    }
+    for (root, connections) in by_root.into_iter().filter(|(r, _)| r.is_dir()) {
+        let path = root.join(KEPT_FILE);
+        let doc = json!({"codex": version, "scenario": scenario, "connections": connections});
+        write_json(&path, &doc)?;
+        written.push(path);
     }
     Ok(written)
 }
