@@ -121,11 +121,13 @@ pub fn check_all(dir: &Path, records: &[Record]) -> anyhow::Result<(String, bool
             )),
             Some(Compared::Differs(file, lines)) => {
                 ok = false;
+                // `FAIL name[label]` as the matrix says it: CI re-runs such a cell alone.
                 text.push_str(&format!(
-                    "golden transcript {} differs on {} ({} change(s); review, then bless with \
-                     codex-parity run --codex-version {} --bless --filter {}):\n",
-                    file.display(),
+                    "FAIL {}[{}]: golden transcript {} differs ({} change(s); review, then \
+                     bless with codex-parity run --codex-version {} --bless --filter {}):\n",
+                    r.scenario,
                     r.label,
+                    file.display(),
                     lines.len(),
                     version_of(r),
                     r.scenario
@@ -231,6 +233,10 @@ mod tests {
         let (text, ok) = check_all(d, &[record("interrupted")]).unwrap();
         assert!(!ok);
         assert!(text.contains("value \"interrupted\""), "{text}");
+        assert!(
+            text.starts_with("FAIL streaming_deltas[codex-0.171.0]: "),
+            "{text}"
+        );
         assert!(text.contains("--bless --filter streaming_deltas"), "{text}");
         let mut unlisted = record("completed");
         unlisted.scenario = "other";
