@@ -57,6 +57,7 @@ fn init_lists_the_methods_of_transcripts() {
             {"type": "response", "method": "thread/start", "result": {}},
             {"type": "notification", "method": "turn/completed", "params": {}},
             {"type": "request", "method": "item/tool/call", "params": {}},
+            {"type": "error", "method": "bogus/method", "error": {"code": -32600}},
             {"type": "response", "method": "?", "result": {}}]}]});
     std::fs::create_dir_all(dir.path().join("0.171.0")).unwrap();
     write(&dir.path().join("0.171.0"), "s.json", &doc.to_string());

@@ -35,8 +35,8 @@ pub(crate) enum SurfaceCommand {
         to: String,
     },
     /// Print a starting uses file from transcripts (`run --report DIR` writes them to
-    /// DIR/transcripts): every client request answered, notification and server request
-    /// seen. Trim it to what your integration really uses and add the fields it reads.
+    /// DIR/transcripts): every client request answered without an error, notification and
+    /// server request seen. Trim it to what your integration really uses and add the fields it reads.
     ///
     /// Example: codex-parity surface init --from out/transcripts/0.171.0 > codex-uses.txt
     #[command(verbatim_doc_comment)]
@@ -91,8 +91,11 @@ fn init(from: &Path) -> anyhow::Result<String> {
             .flatten()
             .filter_map(Sent::from_json);
         for sent in messages {
+            // An error answer says nothing the integration can rely on (protocol tests call
+            // methods that do not exist on purpose).
             let kind = match sent.kind {
-                SentKind::Response | SentKind::Error => UseKind::Request,
+                SentKind::Error => continue,
+                SentKind::Response => UseKind::Request,
                 SentKind::Notification => UseKind::Notification,
                 SentKind::Request => UseKind::ServerRequest,
             };
