@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::drift::transcript;
 use codex_parity::harness::baseline::{self, Baseline};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner;
@@ -162,7 +163,15 @@ fn main() -> ExitCode {
             let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
             let counts = counts.clone();
             let trial = Trial::test(name, move || {
+                let keep = settings.keep;
                 let ran = handle.block_on(runner::run_scenario(&s, &target, settings));
+                if keep {
+                    let version = &target.binary.version;
+                    match transcript::write_kept_connections(s.name, version, &ran.transcripts) {
+                        Ok(kept) => kept.iter().for_each(|p| eprintln!("kept {}", p.display())),
+                        Err(e) => eprintln!("keeping the transcript: {e:#}"),
+                    }
+                }
                 for o in &ran.observations {
                     eprintln!("note [{}]: {o}", target.binary.label());
                 }

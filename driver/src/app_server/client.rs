@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 use crate::app_server::message::{Message, RequestId, RpcError};
+use crate::app_server::transcript::{Sent, SentKind, UNKNOWN_METHOD};
 use crate::app_server::turn::StartedTurns;
 use crate::lock;
 
@@ -152,6 +153,11 @@ struct Shared {
     log: Mutex<Vec<Inbound>>,
     log_changed: Notify,
     pending: Mutex<HashMap<RequestId, Reply>>,
+    /// The method of every request the client made, by id (kept after the answer, so a
+    /// late answer still names its method).
+    asked: Mutex<HashMap<RequestId, String>>,
+    /// Everything the server sent, in order.
+    transcript: Mutex<Vec<Sent>>,
     handlers: Mutex<HashMap<String, Handler>>,
     /// Server request methods the client leaves unanswered (see `leave_unanswered`).
     held: Mutex<Vec<String>>,
@@ -165,6 +171,42 @@ struct Shared {
 }
 
 impl Shared {
+    /// Adds a message the server sent to the transcript.
+    fn record(&self, message: &Message) {
+        let answered = |id: Option<&RequestId>| {
+            id.and_then(|id| lock(&self.asked).get(id).cloned())
+                .unwrap_or_else(|| UNKNOWN_METHOD.to_string())
+        };
+        let (kind, method, payload, extra) = match message {
+            Message::Response { id, result } => {
+                (SentKind::Response, answered(Some(id)), result.clone(), None)
+            }
+            Message::Error { id, error } => {
+                let error = serde_json::to_value(error).unwrap_or(Value::Null);
+                (SentKind::Error, answered(id.as_ref()), error, None)
+            }
+            Message::Notification {
+                method,
+                params,
+                extra,
+            } => (
+                SentKind::Notification,
+                method.clone(),
+                params.clone(),
+                Some(extra.clone()),
+            ),
+            Message::Request { method, params, .. } => {
+                (SentKind::Request, method.clone(), params.clone(), None)
+            }
+        };
+        lock(&self.transcript).push(Sent {
+            kind,
+            method,
+            payload,
+            extra: extra.unwrap_or_default(),
+        });
+    }
+
     fn send_line(&self, line: String) -> bool {
         match lock(&self.writer).as_ref() {
             Some(tx) => tx.send(line).is_ok(),
@@ -229,6 +271,8 @@ impl AppServer {
             log: Mutex::new(Vec::new()),
             log_changed: Notify::new(),
             pending: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            transcript: Mutex::new(Vec::new()),
             handlers: Mutex::new(HashMap::new()),
             held: Mutex::new(Vec::new()),
             unhandled: Mutex::new(Vec::new()),
@@ -317,6 +361,7 @@ impl AppServer {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
+        lock(&self.shared.asked).insert(id.clone(), method.to_string());
         let line = Message::Request {
             id: id.clone(),
             method: method.to_string(),
@@ -404,6 +449,12 @@ impl AppServer {
         // A closed stdin shows up on the next call; nothing to report here.
         let _ = self.notify("initialized", Value::Null);
         Ok(result)
+    }
+
+    /// Everything the server sent so far, in arrival order: answers (with the method they
+    /// answer), notifications and server requests.
+    pub fn transcript(&self) -> Vec<Sent> {
+        lock(&self.shared.transcript).clone()
     }
 
     /// A snapshot of every message logged so far.
@@ -553,7 +604,11 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
         if line.trim().is_empty() {
             continue;
         }
-        match Message::parse(&line) {
+        let message = Message::parse(&line);
+        if let Ok(message) = &message {
+            shared.record(message);
+        }
+        match message {
             Ok(Message::Response { id, result }) => {
                 if let Some(tx) = lock(&shared.pending).remove(&id) {
                     let _ = tx.send(Ok(result));

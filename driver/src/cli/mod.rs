@@ -8,6 +8,7 @@ mod merge;
 mod run;
 mod schema_diff;
 mod sidecar;
+mod surface;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 use bench::BenchArgs;
 use run::RunArgs;
+use surface::SurfaceCommand;
 
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
@@ -38,6 +40,7 @@ enum Command {
     ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
     ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
     ///   codex-parity run --compare --request-diff     # and what changed in the requests
+    ///   codex-parity run --compare --transcript-diff  # and in what codex sends the client
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
@@ -149,6 +152,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The integrator's surface as a CI gate: what an integration uses of the protocol,
+    /// checked between two codex versions (`surface check`), started from transcripts
+    /// (`surface init`). See docs/surface.md.
+    ///
+    /// Examples:
+    ///   codex-parity surface check --uses codex-uses.txt 0.131.0 0.171.0
+    ///   codex-parity surface init --from out/transcripts/0.171.0 > codex-uses.txt
+    ///
+    /// Exit status of check: 0 nothing used broke, 1 something used was removed or changed
+    /// incompatibly, 2 the uses file is unreadable or malformed (the line is named) or a
+    /// codex cannot be had.
+    #[command(verbatim_doc_comment)]
+    Surface {
+        #[command(subcommand)]
+        command: SurfaceCommand,
+    },
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
     Sidecar {
@@ -173,6 +192,7 @@ impl Cli {
             Command::SchemaDiff { from, to, json } => {
                 with_runtime(schema_diff::schema_diff(from, to, json))
             }
+            Command::Surface { command } => with_runtime(surface::surface(command)),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `codex-parity run`: the parity scenarios on the chosen binaries, the matrix, the
-//! reports, `--request-diff` and `--bless`.
+//! reports, `--request-diff`, `--transcript-diff` and `--bless`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,10 +24,13 @@ use crate::cli::merge::show;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     matrix: MatrixArgs,
-    /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where.
+    /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where;
+    /// each world's transcript (what codex sent the client, normalised) is left in it as
+    /// transcript.json.
     #[arg(long)]
     keep: bool,
-    /// Write results.json, junit.xml, report.md and report.html into this directory.
+    /// Write results.json, junit.xml, report.md and report.html into this directory, and
+    /// each scenario's transcript as transcripts/VERSION/SCENARIO.json.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
     /// Run only share K of N of the (scenario, binary) cells, chosen by a stable hash of
@@ -38,7 +41,14 @@ pub(crate) struct RunArgs {
     /// version to the next, oldest first (needs two or more binaries, e.g. --compare).
     #[arg(long)]
     request_diff: bool,
-    /// Rewrite the golden request files (fixtures/golden/VERSION/SCENARIO.json) of the
+    /// After the matrix, show per scenario what changed in the messages codex sent the
+    /// client from each version to the next, oldest first: messages added, removed,
+    /// recounted or reordered, fields added, removed or retyped, enum values new or gone
+    /// (needs two or more binaries, e.g. --compare).
+    #[arg(long)]
+    transcript_diff: bool,
+    /// Rewrite the golden request files (fixtures/golden/VERSION/SCENARIO.json) and the
+    /// golden transcripts (fixtures/golden-transcripts/VERSION/SCENARIO.json) of the
     /// scenarios that have them, from this run, for each binary on which they passed.
     /// Golden checks are skipped during the run. Review the diff first.
     #[arg(long)]
@@ -125,16 +135,46 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     let records = &finished.records;
-    let drift = if args.report.is_some() && binaries.len() > 1 {
+    let mut drift = if args.report.is_some() && binaries.len() > 1 {
         drift_sections(records, &targets)
     } else {
         Vec::new()
     };
+    drift.push(report::conformance::section(records));
+    for (label, totals) in report::conformance::totals(records) {
+        eprintln!(
+            "codex-parity: against its own schema: {}",
+            report::conformance::line(&label, &totals)
+        );
+    }
     let code = show(&matrix, args.report.as_deref(), drift)?;
+    write_transcripts(&args, records)?;
     if !request_drift_and_bless(&args, records, &binaries) {
         return Ok(ExitCode::from(2));
     }
+    if !golden_transcripts(&args, records) {
+        return Ok(ExitCode::from(1));
+    }
     Ok(code)
+}
+
+/// The transcripts: into the report directory with `--report`, beside each world with
+/// `--keep`.
+fn write_transcripts(args: &RunArgs, records: &[Record]) -> anyhow::Result<()> {
+    use codex_parity::drift::transcript;
+    if let Some(dir) = &args.report {
+        let n = transcript::write_report(dir, records)?;
+        eprintln!(
+            "codex-parity: wrote {n} transcript(s) to {}",
+            dir.join("transcripts").display()
+        );
+    }
+    if args.keep {
+        for path in transcript::write_kept(records)? {
+            eprintln!("codex-parity: kept {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// The report's schema and request drift sections, for two or more binaries, from the
@@ -159,6 +199,9 @@ fn drift_sections(
         report::sections::request_drift(codex_parity::drift::request_drift::report(
             records, &binaries,
         )),
+        report::sections::transcript_drift(codex_parity::drift::transcript_diff::report(
+            records, &binaries,
+        )),
     ]
 }
 
@@ -169,6 +212,12 @@ fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[Codex
         print!(
             "{}",
             codex_parity::drift::request_drift::report(records, binaries)
+        );
+    }
+    if args.transcript_diff {
+        print!(
+            "{}",
+            codex_parity::drift::transcript_diff::report(records, binaries)
         );
     }
     let mut blessed = true;
@@ -182,6 +231,37 @@ fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[Codex
     blessed
 }
 
+/// Golden transcripts: rewritten with `--bless`, else compared; false when one differs or
+/// could not be read or written.
+fn golden_transcripts(args: &RunArgs, records: &[Record]) -> bool {
+    use codex_parity::drift::golden_transcript;
+    let dir = golden_transcript::default_dir();
+    if args.bless {
+        return match golden_transcript::bless(&dir, records) {
+            Ok(files) => {
+                for f in files {
+                    println!("blessed golden transcript {}", f.display());
+                }
+                true
+            }
+            Err(e) => {
+                eprintln!("codex-parity: {e:#}");
+                false
+            }
+        };
+    }
+    match golden_transcript::check_all(&dir, records) {
+        Ok((text, ok)) => {
+            print!("{text}");
+            ok
+        }
+        Err(e) => {
+            eprintln!("codex-parity: {e:#}");
+            false
+        }
+    }
+}
+
 /// The targets and the scenarios `--filter` selects.
 async fn prepare_run(
     args: &RunArgs,
@@ -190,6 +270,11 @@ async fn prepare_run(
     if args.request_diff && binaries.len() < 2 {
         anyhow::bail!(
             "--request-diff compares versions: name two or more binaries (e.g. --compare)"
+        );
+    }
+    if args.transcript_diff && binaries.len() < 2 {
+        anyhow::bail!(
+            "--transcript-diff compares versions: name two or more binaries (e.g. --compare)"
         );
     }
     let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;

@@ -5,8 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::sync::Arc;
+
+use anyhow::Context;
+
 use crate::codex::binaries::CodexBinary;
-use crate::codex::schema::{Schema, TypeDef};
+use crate::codex::conformance::Conformance;
+use crate::codex::schema::{self, Schema, TypeDef};
 
 /// The protocol surface of one codex binary.
 #[derive(Debug, Clone, Default)]
@@ -23,14 +28,29 @@ pub struct Capabilities {
     pub client_notifications: BTreeSet<String>,
     /// Every named type of the experimental schema (e.g. `ThreadGoalStatus`, `ThreadStartParams`).
     pub types: BTreeMap<String, TypeDef>,
+    /// The experimental schema compiled for checking what the binary sends its client;
+    /// `None` when it could not be compiled (said on stderr) or was not read.
+    pub conformance: Option<Arc<Conformance>>,
 }
 
 impl Capabilities {
     /// Reads the schema of `binary` (two runs of `generate-json-schema`, well under a second).
     pub async fn detect(binary: &CodexBinary) -> anyhow::Result<Capabilities> {
-        let experimental = Schema::generate(binary, true).await?;
+        let dir = tempfile::tempdir().context("creating a directory for the schema")?;
+        let out = dir.path().join("schema");
+        schema::generate(binary, &out, true).await?;
+        let experimental = Schema::read(&out)
+            .with_context(|| format!("{}: reading its schema", binary.label()))?;
         let stable = Schema::generate(binary, false).await?;
-        Ok(Capabilities::from_schemas(experimental, &stable))
+        let mut caps = Capabilities::from_schemas(experimental, &stable);
+        match Conformance::read(&out) {
+            Ok(c) => caps.conformance = Some(Arc::new(c)),
+            Err(e) => eprintln!(
+                "codex-parity: {}: what it sends is not checked against its schema: {e:#}",
+                binary.label()
+            ),
+        }
+        Ok(caps)
     }
 
     /// The capabilities described by the experimental and the stable schema of one binary.
@@ -42,6 +62,7 @@ impl Capabilities {
             notifications: experimental.notifications,
             client_notifications: experimental.client_notifications,
             types: experimental.types,
+            conformance: None,
         }
     }
 

@@ -5,7 +5,9 @@
 pub mod binaries;
 pub mod binary;
 pub mod capabilities;
+pub mod conformance;
 pub mod install;
 pub mod schema;
 pub mod schema_diff;
+pub mod surface;
 pub mod versions;

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use crate::codex::binaries::CodexBinary;
 
 /// The file that holds every type definition, when the binary writes it.
-const BUNDLE: &str = "codex_app_server_protocol.schemas.json";
+pub const BUNDLE: &str = "codex_app_server_protocol.schemas.json";
 
 /// The four message files; their `definitions` stand in for the bundle when it is missing.
 const MESSAGE_FILES: [&str; 4] = [
@@ -344,7 +344,12 @@ fn join(parts: impl Iterator<Item = String>, sep: &str) -> String {
 }
 
 /// Runs `generate-json-schema --out <out>` in a cleaned environment (30 s timeout).
-async fn generate(binary: &CodexBinary, out: &Path, experimental: bool) -> anyhow::Result<()> {
+/// Runs `generate-json-schema` (with `--experimental` if asked) into `out`.
+pub(crate) async fn generate(
+    binary: &CodexBinary,
+    out: &Path,
+    experimental: bool,
+) -> anyhow::Result<()> {
     let home = out.parent().unwrap_or(out);
     let mut cmd = tokio::process::Command::new(&binary.path);
     cmd.args(["app-server", "generate-json-schema", "--out"])

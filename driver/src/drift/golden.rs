@@ -415,6 +415,8 @@ mod tests {
             duration: Duration::ZERO,
             requests: vec![captured.clone()],
             observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
         };
         let records = vec![
             record("request_shape_plain", Outcome::Passed),

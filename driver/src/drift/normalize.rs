@@ -26,8 +26,9 @@
 //!   `"<duration>"`.
 //! - **Machine facts**: `127.0.0.1:PORT` becomes `127.0.0.1:<port>`; the `content-length`
 //!   header `<length>`; `user-agent` keeps its shape with `<codex-version>`, `<os>`,
-//!   `<terminal>` and `<client-version>`; the `<shell>` and `<timezone>` of codex's
-//!   environment context become `…`.
+//!   `<terminal>` and `<client-version>` (so does a `userAgent` field, as `initialize`
+//!   answers it); a `serverName` field (the host's name) becomes `<host>`; the `<shell>`
+//!   and `<timezone>` of codex's environment context become `…`.
 //! - **Long texts** (over [`LONG_TEXT`] characters once the rules above applied: the base
 //!   prompt, skills) become `<text N chars #HASH: first words…>`, where HASH is a 32-bit
 //!   FNV-1a hash of the normalised text: any change to the content changes the placeholder,
@@ -164,6 +165,19 @@ impl Normalizer {
         sorted(out)
     }
 
+    /// Learns which UUIDs name threads, turns and the like from `value` (the keys they sit
+    /// under), before [`Normalizer::json`] numbers them: learn every value of a scenario
+    /// first, so a UUID met before the key that names it still gets its role.
+    pub fn learn(&mut self, value: &Value) {
+        self.learn_roles(value, None);
+    }
+
+    /// Any JSON value with the rules applied (object keys sorted), e.g. a message codex
+    /// sent to its client.
+    pub fn json(&mut self, value: &Value) -> Value {
+        self.value(value, None)
+    }
+
     fn headers(&mut self, headers: &Value) -> Value {
         let Value::Object(map) = headers else {
             return self.value(headers, None);
@@ -245,6 +259,8 @@ impl Normalizer {
             Value::Number(_) if key.is_some_and(names_a_duration) => {
                 Value::String("<duration>".into())
             }
+            Value::String(agent) if key == Some("userAgent") => self.user_agent(agent),
+            Value::String(_) if key == Some("serverName") => Value::String("<host>".into()),
             Value::String(text) => match embedded_json(text) {
                 Some(inner) => self.value(&inner, key),
                 None => self.text(text),

@@ -197,6 +197,8 @@ mod tests {
             duration: Duration::ZERO,
             requests,
             observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! drift, and the runner that runs scenarios across binaries (or a shard of them).
 
 pub mod baseline;
+pub mod conformance;
 pub mod outcome;
 pub mod proxy;
 pub mod runner;

@@ -16,10 +16,11 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::baseline::Baseline;
+use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
-use crate::harness::tally::Tally;
+use crate::harness::tally::{Connection, Tally};
 use crate::harness::world::{Settings, Transport};
 use crate::lock;
 
@@ -88,6 +89,11 @@ pub struct Ran {
     pub requests: Vec<CapturedRequest>,
     /// What it observed (see [`Ctx::observe`]).
     pub observations: Vec<String>,
+    /// What its app-servers sent to the client, world after world.
+    pub transcripts: Vec<Connection>,
+    /// What checking those messages against codex's own schema found (`None`: not
+    /// checked, the binary's schema could not be compiled or the scenario did not run).
+    pub checked: Option<Checked>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -100,6 +106,8 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             duration: started.elapsed(),
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
         };
     }
     let ctx = Ctx::new(
@@ -134,14 +142,21 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             format!("{}\nthen: {f}", deaths.join("\n"))
         }
     });
-    let outcome = target
-        .baseline
-        .judge(scenario.name, failure, Tally::take(&ctx.tally().drift));
+    let transcripts = Tally::take(&ctx.tally().transcripts);
+    let mut drift = Tally::take(&ctx.tally().drift);
+    let checked = target.caps.conformance.as_ref().map(|c| {
+        let checked = conformance::check(c, &transcripts);
+        drift.extend(checked.drift.iter().cloned());
+        checked
+    });
+    let outcome = target.baseline.judge(scenario.name, failure, drift);
     Ran {
         outcome,
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally().requests),
         observations: Tally::take(&ctx.tally().observations),
+        transcripts,
+        checked,
     }
 }
 
@@ -184,6 +199,10 @@ pub struct Record {
     pub requests: Vec<CapturedRequest>,
     /// What the scenario observed about this codex.
     pub observations: Vec<String>,
+    /// What codex sent to the client, one entry per app-server of each world.
+    pub transcripts: Vec<Connection>,
+    /// What checking it against codex's own schema found (see [`Ran::checked`]).
+    pub checked: Option<Checked>,
 }
 
 impl Record {
@@ -196,6 +215,8 @@ impl Record {
             duration,
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
         }
     }
 }
@@ -280,6 +301,8 @@ pub async fn run_shard_until(
             let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
             record.requests = ran.requests;
             record.observations = ran.observations;
+            record.transcripts = ran.transcripts;
+            record.checked = ran.checked;
             on_done(&record);
             (i, record)
         });

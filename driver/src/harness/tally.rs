@@ -1,11 +1,13 @@
 //! What the worlds of one scenario run report back to it: how many finished, the drift,
 //! the captured requests, the observations and the sidecars to watch.
 
-use std::sync::atomic::AtomicUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use codex_parity_sidecar::captured::CapturedRequest;
 
+use crate::app_server::transcript::Sent;
 use crate::harness::baseline::Drift;
 use crate::harness::sidecar::SidecarHealth;
 use crate::lock;
@@ -24,6 +26,23 @@ pub struct Tally {
     pub observations: Mutex<Vec<String>>,
     /// The sidecars of the scenario's worlds, to say so when one died.
     pub sidecars: Mutex<Vec<Arc<SidecarHealth>>>,
+    /// Worlds made so far (numbers them, from 1).
+    pub worlds: AtomicUsize,
+    /// What each app-server of each world sent to the client, world after world.
+    pub transcripts: Mutex<Vec<Connection>>,
+}
+
+/// What one `codex app-server` of a world sent to the client.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The world's number in its scenario, from 1.
+    pub world: usize,
+    /// The app-server's number in its world, from 1 (in the order they were started).
+    pub connection: usize,
+    /// The world's root directory (where `--keep` leaves it).
+    pub root: PathBuf,
+    /// The messages, in arrival order.
+    pub messages: Vec<Sent>,
 }
 
 impl Tally {
@@ -48,6 +67,16 @@ impl Tally {
             .iter()
             .filter_map(|h| h.death())
             .collect()
+    }
+
+    /// The number of a new world, from 1.
+    pub fn next_world(&self) -> usize {
+        self.worlds.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Keeps what one app-server sent.
+    pub fn transcript(&self, connection: Connection) {
+        lock(&self.transcripts).push(connection);
     }
 
     /// Keeps a world's captured requests.

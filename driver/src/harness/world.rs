@@ -20,7 +20,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::{Drift, pairing_kind};
 use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
-use crate::harness::tally::Tally;
+use crate::harness::tally::{Connection, Tally};
 
 /// The API key codex sends to the mock (`authorization: Bearer ...`).
 pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
@@ -141,15 +141,27 @@ pub struct World {
 /// The world's directory and the codex processes that write into it: on drop the
 /// processes are killed first, then the directory is removed, so nothing recreates files
 /// in it afterwards. Other holders of an [`AppServer`] do not delay the kill.
+/// Before that, what each app-server sent goes to the tally as its transcript.
 struct Cleanup {
     servers: Vec<Arc<AppServer>>,
     dir: Option<tempfile::TempDir>,
+    tally: Arc<Tally>,
+    number: usize,
+    root: PathBuf,
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
         for server in &self.servers {
             server.kill();
+        }
+        for (i, server) in self.servers.iter().enumerate() {
+            self.tally.transcript(Connection {
+                world: self.number,
+                connection: i + 1,
+                root: self.root.clone(),
+                messages: server.transcript(),
+            });
         }
         drop(self.dir.take());
     }
@@ -192,7 +204,7 @@ impl World {
         tally.watch_sidecar(sidecar.health());
         let proxy = RecordingProxy::start().await?;
         let world = World {
-            root,
+            root: root.clone(),
             home,
             workspace,
             sidecar,
@@ -200,11 +212,14 @@ impl World {
             binary: binary.clone(),
             options,
             servers: Vec::new(),
-            tally,
             cleanup: Cleanup {
                 servers: Vec::new(),
                 dir,
+                number: tally.next_world(),
+                tally: tally.clone(),
+                root: root.clone(),
             },
+            tally,
         };
         world.write_config(&world.home)?;
         if settings.keep {

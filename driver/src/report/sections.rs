@@ -170,6 +170,23 @@ pub fn request_drift(text: String) -> Section {
     }
 }
 
+/// The transcript drift: what codex sent the client in each scenario compared from each
+/// version to the next (`codex-parity run --transcript-diff`).
+pub fn transcript_drift(text: String) -> Section {
+    Section {
+        id: "transcript-drift".into(),
+        title: "Transcript drift".into(),
+        intro: "What changed in the messages codex sends its client (answers, notifications, \
+                server requests), per scenario, from each version to the next (normalised)."
+            .into(),
+        items: vec![Item {
+            anchor: None,
+            title: "per scenario, oldest version first".into(),
+            text,
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

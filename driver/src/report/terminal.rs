@@ -223,6 +223,8 @@ mod tests {
             duration: std::time::Duration::from_millis(600),
             requests: Vec::new(),
             observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
         };
         assert_eq!(
             p.line(&record("codex-a")),

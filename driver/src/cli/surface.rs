@@ -1,0 +1,138 @@
+//! `codex-parity surface`: the integrator's surface as a CI gate. `check --uses FILE A B`
+//! prints the changes from A to B that touch what FILE lists and fails on incompatible
+//! ones; `init --from DIR` writes a starting FILE from transcripts.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use codex_parity::app_server::transcript::{Sent, SentKind};
+use codex_parity::codex::binaries;
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::surface::{self, Surface, UseKind};
+
+/// The subcommands of `surface`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SurfaceCommand {
+    /// Print the changes from A to B that touch the uses FILE lists; exit 1 when one is
+    /// incompatible (a used method removed; a field it names gone, retyped or no longer
+    /// required; an enum value of such a field removed; a new required params field of a
+    /// request it makes), 0 otherwise, 2 when FILE cannot be read (naming the line) or a
+    /// codex cannot be had.
+    ///
+    /// Example: codex-parity surface check --uses codex-uses.txt 0.131.0 0.171.0
+    #[command(verbatim_doc_comment)]
+    Check {
+        /// The uses file: `KIND METHOD [FIELD ...]` per line (docs/surface.md).
+        #[arg(long, value_name = "FILE")]
+        uses: PathBuf,
+        /// The codex the integration works with today: a version or a path.
+        #[arg(value_name = "A")]
+        from: String,
+        /// The codex to move to: a version or a path.
+        #[arg(value_name = "B")]
+        to: String,
+    },
+    /// Print a starting uses file from transcripts (`run --report DIR` writes them to
+    /// DIR/transcripts): every client request answered without an error, notification and
+    /// server request seen. Trim it to what your integration really uses and add the fields it reads.
+    ///
+    /// Example: codex-parity surface init --from out/transcripts/0.171.0 > codex-uses.txt
+    #[command(verbatim_doc_comment)]
+    Init {
+        /// A transcript file or a directory searched for them.
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+    },
+}
+
+/// Runs one `surface` subcommand.
+pub(crate) async fn surface(command: SurfaceCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        SurfaceCommand::Check { uses, from, to } => check(&uses, &from, &to).await,
+        SurfaceCommand::Init { from } => {
+            print!("{}", init(&from)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn check(uses: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
+    let uses = surface::read_uses(uses)?;
+    let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
+    let a = binaries::resolve_spec(from, &cache, &progress).await?;
+    let b = binaries::resolve_spec(to, &cache, &progress).await?;
+    let (old, new) = (Surface::generate(&a).await?, Surface::generate(&b).await?);
+    let changes = surface::check(&uses, &old, &new);
+    print!("{}", surface::render(&uses, &changes, &old, &new));
+    Ok(if changes.iter().any(|c| c.incompatible) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The uses file the transcripts under `from` suggest.
+fn init(from: &Path) -> anyhow::Result<String> {
+    let mut files = Vec::new();
+    collect_json(from, &mut files)?;
+    let mut seen = BTreeSet::new();
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", file.display()))?;
+        let connections = doc.get("connections").and_then(|c| c.as_array());
+        let messages = connections
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("messages").and_then(|m| m.as_array()))
+            .flatten()
+            .filter_map(Sent::from_json);
+        for sent in messages {
+            // An error answer says nothing the integration can rely on (protocol tests call
+            // methods that do not exist on purpose).
+            let kind = match sent.kind {
+                SentKind::Error => continue,
+                SentKind::Response => UseKind::Request,
+                SentKind::Notification => UseKind::Notification,
+                SentKind::Request => UseKind::ServerRequest,
+            };
+            if sent.method != codex_parity::app_server::transcript::UNKNOWN_METHOD {
+                seen.insert((kind, sent.method));
+            }
+        }
+    }
+    if seen.is_empty() {
+        anyhow::bail!("no transcript messages under {}", from.display());
+    }
+    let mut text = format!(
+        "# What an integration uses of codex app-server, from {} transcript file(s).\n\
+         # KIND METHOD [FIELD ...]; keep what you use, add the fields you read (docs/surface.md).\n",
+        files.len()
+    );
+    for (kind, method) in seen {
+        text.push_str(&format!("{} {method}\n", kind.word()));
+    }
+    Ok(text)
+}
+
+/// Every `.json` file at or under `path`.
+fn collect_json(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    if path.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            collect_json(&p, out)?;
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
