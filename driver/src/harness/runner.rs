@@ -15,7 +15,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::baseline::Baseline;
+use crate::harness::baseline::{Baseline, Drift};
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;
@@ -65,6 +65,10 @@ pub struct Ran {
     pub requests: Vec<CapturedRequest>,
     /// What it observed (see [`Ctx::observe`]).
     pub observations: Vec<String>,
+    /// The drift it reported, before the baseline judged it (what `bisect` compares).
+    pub drift: Vec<Drift>,
+    /// Why it failed, before the baseline judged its drift; `None` when it got to the end.
+    pub failure: Option<String>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -77,6 +81,8 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             duration: started.elapsed(),
             requests: Vec::new(),
             observations: Vec::new(),
+            drift: Vec::new(),
+            failure: None,
         };
     }
     let ctx = Ctx::new(
@@ -111,14 +117,17 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             format!("{}\nthen: {f}", deaths.join("\n"))
         }
     });
+    let drift = Tally::take(&ctx.tally().drift);
     let outcome = target
         .baseline
-        .judge(scenario.name, failure, Tally::take(&ctx.tally().drift));
+        .judge(scenario.name, failure.clone(), drift.clone());
     Ran {
         outcome,
         duration: started.elapsed(),
         requests: Tally::take(&ctx.tally().requests),
         observations: Tally::take(&ctx.tally().observations),
+        drift,
+        failure,
     }
 }
 

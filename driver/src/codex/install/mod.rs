@@ -25,11 +25,13 @@ use crate::codex::versions;
 mod cache;
 mod npm;
 mod progress;
+mod releases;
 mod unpack;
 
 pub use cache::*;
 pub use npm::*;
 pub use progress::*;
+pub use releases::*;
 pub use unpack::*;
 
 /// The npm package that carries the Codex CLI.
