@@ -1,6 +1,7 @@
 //! The `codex-parity` command line: the arguments (clap) and one file per subcommand.
 
 mod bench;
+mod bisect;
 mod install;
 mod list;
 mod matrix;
@@ -15,6 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use bench::BenchArgs;
+use bisect::BisectArgs;
 use run::RunArgs;
 
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
@@ -105,6 +107,39 @@ enum Command {
     ///   codex-parity bench --load --requests 20000 --clients 8
     #[command(verbatim_doc_comment)]
     Bench(BenchArgs),
+    /// Find the first codex release in which one scenario's outcome changed.
+    ///
+    /// Lists the stable releases of @openai/codex on npm from --good to --bad (no alpha or
+    /// other pre-release), runs the scenario on both ends, then binary-searches between
+    /// them for the first release whose outcome differs from --good's. An outcome is the
+    /// status (pass, drift, FAIL, n/a) and every drift key with its observed value, before
+    /// any baseline judges it: "drift A" and "drift B" are different outcomes. Only the
+    /// releases it probes are installed (into the cache, reused by later runs). One line per
+    /// probe: version, outcome, run time, install time.
+    ///
+    /// Example (a second turn/interrupt for a finished turn stopped hanging):
+    ///   codex-parity bisect --filter turn_interrupt_ends_turn_interrupted \
+    ///       --good 0.161.0 --bad 0.171.0
+    ///   probe 1: 0.161.0   drift turn.interrupt_after_end={"while_idle":…  (2.3 s run, …)
+    ///   probe 2: 0.171.0   pass  (1.6 s run, 0.1 s install or cache)
+    ///   probe 3: 0.165.0   drift turn.interrupt_after_end={"while_idle":…  (2.3 s run, …)
+    ///   probe 4: 0.167.2   drift …  (1.9 s run, 16.1 s install or cache)
+    ///   probe 5: 0.168.0   drift …
+    ///   probe 6: 0.169.0   pass  …
+    ///   first changed release: 0.169.0
+    ///     0.168.0: drift
+    ///       turn.interrupt_after_end = {"while_idle":"no answer within 1 s",…}
+    ///     0.169.0: pass
+    ///
+    /// When the first change leads to an outcome other than --bad's, the search goes on and
+    /// lists every later change too. When its probes show an outcome coming back (A, then B,
+    /// then A again), the history is not monotonic: it names those three releases.
+    ///
+    /// Exit status: 0 when the first changed release was found; 1 when the history is not
+    /// monotonic or both ends have the same outcome; 2 on errors (an unknown or equal
+    /// version, npm unreachable, an install that failed, --filter not naming one scenario).
+    #[command(verbatim_doc_comment)]
+    Bisect(BisectArgs),
     /// Show what changed in the app-server protocol between two codex versions.
     ///
     /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
@@ -170,6 +205,7 @@ impl Cli {
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
+            Command::Bisect(args) => with_runtime(bisect::bisect(args)),
             Command::SchemaDiff { from, to, json } => {
                 with_runtime(schema_diff::schema_diff(from, to, json))
             }

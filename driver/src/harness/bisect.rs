@@ -129,8 +129,9 @@ fn nearest(sorted: &[String], version: &str) -> String {
     if near.is_empty() {
         String::new()
     } else {
+        let are = if near.len() == 1 { "is" } else { "are" };
         format!(
-            "; the nearest are {} (`npm view @openai/codex versions` lists them all)",
+            "; the nearest {are} {} (`npm view @openai/codex versions` lists them all)",
             near.join(" and ")
         )
     }
