@@ -48,16 +48,37 @@ enum Command {
     /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
-    /// Download codex versions from npm into the cache (fetched once, reused after).
+    /// Download codex versions from npm into the cache (fetched once, reused after), and
+    /// keep the cache bounded.
     ///
     /// The cache is $CODEX_PARITY_CACHE, else $XDG_CACHE_HOME/codex-parity/codex, else
-    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH.
+    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH. Each release takes 200-450 MB.
+    ///
+    /// With --prune, after installing, remove the other releases: all of them, or with a
+    /// cap (--cache-max or $CODEX_PARITY_CACHE_MAX) the least recently used until the cache
+    /// fits. A release whose binary a running process uses is never removed, nor one being
+    /// installed; what is removed or kept is printed. When $CODEX_PARITY_CACHE_MAX is set,
+    /// every install (run, bench, bisect, install) enforces it the same way.
+    ///
+    /// Examples:
+    ///   codex-parity install 0.161.0 0.171.0
+    ///   codex-parity install --compare --prune          # the comparison set, nothing else
+    ///   codex-parity install --prune --cache-max 2G     # the pinned one; LRU others to 2 GB
+    ///   CODEX_PARITY_CACHE_MAX=3G codex-parity bisect ...   # probes evict old releases
+    #[command(verbatim_doc_comment)]
     Install {
         /// Versions such as 0.171.0 (default: the pinned version).
         versions: Vec<String>,
         /// Also install the whole comparison set of fixtures/codex-versions.json.
         #[arg(long)]
         compare: bool,
+        /// Then remove the other cached releases (least recently used first when capped).
+        #[arg(long)]
+        prune: bool,
+        /// The cap for --prune: bytes, or with K, M, G, T (2G); default
+        /// $CODEX_PARITY_CACHE_MAX, else no cap (remove every release not installed now).
+        #[arg(long, value_name = "SIZE", requires = "prune")]
+        cache_max: Option<String>,
     },
     /// Join the results.json files of several runs into one matrix (the shards of a split
     /// run, or runs on different binaries), print it, and optionally write the reports.
@@ -199,8 +220,14 @@ impl Cli {
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
             Command::List { markdown } => list::list(markdown),
-            Command::Install { versions, compare } => {
-                with_runtime(install::install_versions(versions, compare))
+            Command::Install {
+                versions,
+                compare,
+                prune,
+                cache_max,
+            } => {
+                let prune = prune.then_some(install::Prune { cache_max });
+                with_runtime(install::install_versions(versions, compare, prune))
             }
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),
