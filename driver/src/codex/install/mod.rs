@@ -591,13 +591,14 @@ mod tests {
             "package/vendor/x86_64-unknown-linux-musl/bin/codex"
         );
         assert_eq!(record.tarball_shasum.as_deref(), Some("abc"));
-        // Only the binary and install.json are kept; temporary files are gone.
+        // Only the binary, install.json and the last-used stamp are kept; temporary files
+        // are gone.
         let mut names: Vec<String> = std::fs::read_dir(cache.version_dir("0.161.0"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["codex", "install.json"]);
+        assert_eq!(names, ["codex", "install.json", "last-used"]);
         assert!(!cache.root().join(".tmp").join("0.161.0").exists());
 
         // Second install: served from the cache, npm is not run (a failing npm proves it).
