@@ -57,7 +57,8 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
         install::NPM_PACKAGE
     );
     let published = install::published_releases(platform).await?;
-    let releases = bisect::between(&published, &args.good, &args.bad)?;
+    let releases = bisect::between(&published, &args.good, &args.bad)
+        .with_context(|| format!("--good {} --bad {}", args.good, args.bad))?;
     let steps = (releases.len() - 1).next_power_of_two().trailing_zeros();
     eprintln!(
         "codex-parity: bisecting {} ({}) over {} releases from {} to {}: both ends and at most \
@@ -68,9 +69,12 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
         args.good,
         args.bad
     );
+    let cache = Cache::from_env()?;
+    // Both ends are probed first and again compared against: never evicted by the cap.
+    install::reserve(&cache, &[args.good.clone(), args.bad.clone()]);
     let prober = Prober {
         scenario,
-        cache: Cache::from_env()?,
+        cache,
         settings: Arc::new(settings(args.keep, false)?),
     };
     let count = std::cell::Cell::new(0);

@@ -125,12 +125,20 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     let records = &finished.records;
-    let drift = if args.report.is_some() && binaries.len() > 1 {
+    let mut drift = if args.report.is_some() && binaries.len() > 1 {
         drift_sections(records, &targets)
     } else {
         Vec::new()
     };
+    let sweep = args.matrix.releases.is_some();
+    let changes = report::changes::changes(&matrix);
+    if sweep {
+        drift.insert(0, report::changes::section(&changes));
+    }
     let code = show(&matrix, args.report.as_deref(), drift)?;
+    if sweep {
+        print!("\n{}", report::changes::render(&changes));
+    }
     if !request_drift_and_bless(&args, records, &binaries) {
         return Ok(ExitCode::from(2));
     }

@@ -19,7 +19,8 @@ use std::future::Future;
 
 use anyhow::{Result, bail};
 
-use crate::codex::versions::sort_key;
+pub use crate::codex::install::between;
+
 use crate::harness::baseline::Drift;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Ran;
@@ -90,50 +91,6 @@ fn cut(text: &str, width: usize) -> String {
         let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
         short.push('…');
         short
-    }
-}
-
-/// The releases from `good` to `bad`, both included, out of `releases` (any order); an
-/// error when either is not among them, when they are equal, or when `good` is the newer.
-pub fn between(releases: &[String], good: &str, bad: &str) -> Result<Vec<String>> {
-    if good == bad {
-        bail!("--good and --bad are both {good}: name two different releases");
-    }
-    let mut sorted = releases.to_vec();
-    sorted.sort_by_key(|v| sort_key(v));
-    sorted.dedup();
-    let index = |v: &str, which: &str| match sorted.iter().position(|r| r == v) {
-        Some(i) => Ok(i),
-        None => bail!(
-            "{which} {v} is not a published stable release{}",
-            nearest(&sorted, v)
-        ),
-    };
-    let (g, b) = (index(good, "--good")?, index(bad, "--bad")?);
-    if g > b {
-        bail!(
-            "--good {good} is newer than --bad {bad}: bisect looks for the first release \
-             after --good whose outcome differs; swap them"
-        );
-    }
-    Ok(sorted[g..=b].to_vec())
-}
-
-/// `; the nearest are A and B` for a version that is not in `sorted` (empty when none).
-fn nearest(sorted: &[String], version: &str) -> String {
-    let at = sorted.partition_point(|r| sort_key(r) < sort_key(version));
-    let near: Vec<&str> = sorted[at.saturating_sub(1)..(at + 1).min(sorted.len())]
-        .iter()
-        .map(String::as_str)
-        .collect();
-    if near.is_empty() {
-        String::new()
-    } else {
-        let are = if near.len() == 1 { "is" } else { "are" };
-        format!(
-            "; the nearest {are} {} (`npm view @openai/codex versions` lists them all)",
-            near.join(" and ")
-        )
     }
 }
 
@@ -296,6 +253,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codex::versions::sort_key;
 
     /// Releases `0.1.0` .. `0.N.0`.
     fn releases(n: usize) -> Vec<String> {
@@ -424,27 +382,6 @@ mod tests {
             Fingerprint::new("FAIL", &[d("x", 1.into()), d("y", 2.into())])
         );
         assert_eq!(a.summary(80), "drift x=1 y=2");
-    }
-
-    #[test]
-    fn the_range_between_good_and_bad() {
-        let all: Vec<String> = ["0.3.0", "0.1.0", "0.2.0", "0.10.0"]
-            .map(String::from)
-            .into();
-        assert_eq!(
-            between(&all, "0.2.0", "0.10.0").unwrap(),
-            ["0.2.0", "0.3.0", "0.10.0"]
-        );
-        assert_eq!(
-            between(&all, "0.3.0", "0.10.0").unwrap(),
-            ["0.3.0", "0.10.0"]
-        );
-        let err = between(&all, "0.2.0", "0.2.0").unwrap_err().to_string();
-        assert!(err.contains("both 0.2.0"), "{err}");
-        let err = between(&all, "0.4.0", "0.10.0").unwrap_err().to_string();
-        assert!(err.contains("0.4.0 is not a published") && err.contains("0.3.0 and 0.10.0"));
-        let err = between(&all, "0.10.0", "0.2.0").unwrap_err().to_string();
-        assert!(err.contains("newer"), "{err}");
     }
 
     #[test]

@@ -68,6 +68,16 @@ pub(super) fn mark_used(dir: &Path) {
     let _ = touched;
 }
 
+/// Spares `versions` from pruning by this process while it runs, before they are installed:
+/// a run that installs several releases one after the other never evicts the ones it still
+/// needs to keep under the cap.
+pub fn reserve(cache: &Cache, versions: &[String]) {
+    let mut handed_out = lock(&HANDED_OUT);
+    for v in versions {
+        handed_out.insert(cache.version_dir(v));
+    }
+}
+
 /// Parses a size: bytes, or a number with `K`, `M`, `G` or `T` (powers of 1000, an optional
 /// trailing `B`): `2G`, `1500M`, `3.5GB`.
 pub fn parse_size(text: &str) -> Result<u64> {
@@ -436,5 +446,9 @@ mod tests {
         let pruned = prune(&cache, Some(0), &[]).unwrap();
         assert_eq!(versions_of(&pruned.removed), ["0.2.0"]);
         assert_eq!(pruned.spared[0].1, "in use by this run");
+        // A release reserved before it is installed is spared the same way.
+        release(&cache, "0.3.0", 10, 500);
+        reserve(&cache, &["0.3.0".to_string()]);
+        assert!(prune(&cache, Some(0), &[]).unwrap().removed.is_empty());
     }
 }
