@@ -40,6 +40,7 @@ enum Command {
     ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
     ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
     ///   codex-parity run --compare --request-diff     # and what changed in the requests
+    ///   codex-parity run --releases 0.161.0..0.171.0 --every 2   # a sweep over npm releases
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
