@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use codex_parity::codex::binaries::{self, CodexBinary};
-use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
@@ -25,6 +26,14 @@ pub(crate) struct MatrixArgs {
     /// Test the whole comparison set of fixtures/codex-versions.json.
     #[arg(long)]
     pub(crate) compare: bool,
+    /// Sweep: test every stable release from A to B (both included) as npm lists them,
+    /// e.g. 0.161.0..0.171.0; installs each on first use (see `install --prune` and
+    /// CODEX_PARITY_CACHE_MAX to bound the cache).
+    #[arg(long, value_name = "A..B")]
+    pub(crate) releases: Option<String>,
+    /// With --releases: only every Nth release, from A on (B always included).
+    #[arg(long, value_name = "N", requires = "releases")]
+    pub(crate) every: Option<usize>,
     /// Run only scenarios whose name contains this text or whose catalogue id it names
     /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
     #[arg(long, value_name = "TEXT")]
@@ -61,12 +70,33 @@ pub(crate) async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexB
     if args.compare {
         versions_wanted.extend(versions::load()?.compare);
     }
+    if let Some(range) = &args.releases {
+        versions_wanted.extend(sweep(range, args.every.unwrap_or(1)).await?);
+    }
     let request = binaries::BinaryRequest {
         paths: args.codex_bin.clone(),
         versions: versions_wanted,
         env: std::env::var_os(binaries::CODEX_TEST_BINS),
     };
-    binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new()).await
+    let cache = Cache::from_env()?;
+    install::reserve(&cache, &request.versions);
+    binaries::resolve_request(&request, &cache, &StderrProgress::new()).await
+}
+
+/// The releases of a sweep: every `every`-th stable release of the range `A..B` on npm.
+async fn sweep(range: &str, every: usize) -> anyhow::Result<Vec<String>> {
+    let (from, to) = install::parse_range(range)?;
+    let published = install::published_releases(install::current_platform()?).await?;
+    let all =
+        install::between(&published, &from, &to).with_context(|| format!("--releases {range}"))?;
+    let picked = install::every_nth(&all, every);
+    eprintln!(
+        "codex-parity: sweeping {} of the {} releases from {from} to {to}: {}",
+        picked.len(),
+        all.len(),
+        picked.join(", ")
+    );
+    Ok(picked)
 }
 
 /// The settings of a run: the sidecar is this executable's `sidecar` subcommand.

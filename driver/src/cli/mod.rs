@@ -1,6 +1,7 @@
 //! The `codex-parity` command line: the arguments (clap) and one file per subcommand.
 
 mod bench;
+mod bisect;
 mod install;
 mod list;
 mod matrix;
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use bench::BenchArgs;
+use bisect::BisectArgs;
 use run::RunArgs;
 use surface::SurfaceCommand;
 
@@ -41,6 +43,7 @@ enum Command {
     ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
     ///   codex-parity run --compare --request-diff     # and what changed in the requests
     ///   codex-parity run --compare --transcript-diff  # and in what codex sends the client
+    ///   codex-parity run --releases 0.161.0..0.171.0 --every 2   # a sweep over npm releases
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
@@ -49,16 +52,37 @@ enum Command {
     /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
-    /// Download codex versions from npm into the cache (fetched once, reused after).
+    /// Download codex versions from npm into the cache (fetched once, reused after), and
+    /// keep the cache bounded.
     ///
     /// The cache is $CODEX_PARITY_CACHE, else $XDG_CACHE_HOME/codex-parity/codex, else
-    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH.
+    /// ~/.cache/codex-parity/codex. Needs `npm` on PATH. Each release takes 200-450 MB.
+    ///
+    /// With --prune, after installing, remove the other releases: all of them, or with a
+    /// cap (--cache-max or $CODEX_PARITY_CACHE_MAX) the least recently used until the cache
+    /// fits. A release whose binary a running process uses is never removed, nor one being
+    /// installed; what is removed or kept is printed. When $CODEX_PARITY_CACHE_MAX is set,
+    /// every install (run, bench, bisect, install) enforces it the same way.
+    ///
+    /// Examples:
+    ///   codex-parity install 0.161.0 0.171.0
+    ///   codex-parity install --compare --prune          # the comparison set, nothing else
+    ///   codex-parity install --prune --cache-max 2G     # the pinned one; LRU others to 2 GB
+    ///   CODEX_PARITY_CACHE_MAX=3G codex-parity bisect ...   # probes evict old releases
+    #[command(verbatim_doc_comment)]
     Install {
         /// Versions such as 0.171.0 (default: the pinned version).
         versions: Vec<String>,
         /// Also install the whole comparison set of fixtures/codex-versions.json.
         #[arg(long)]
         compare: bool,
+        /// Then remove the other cached releases (least recently used first when capped).
+        #[arg(long)]
+        prune: bool,
+        /// The cap for --prune: bytes, or with K, M, G, T (2G); default
+        /// $CODEX_PARITY_CACHE_MAX, else no cap (remove every release not installed now).
+        #[arg(long, value_name = "SIZE", requires = "prune")]
+        cache_max: Option<String>,
     },
     /// Join the results.json files of several runs into one matrix (the shards of a split
     /// run, or runs on different binaries), print it, and optionally write the reports.
@@ -108,6 +132,39 @@ enum Command {
     ///   codex-parity bench --load --requests 20000 --clients 8
     #[command(verbatim_doc_comment)]
     Bench(BenchArgs),
+    /// Find the first codex release in which one scenario's outcome changed.
+    ///
+    /// Lists the stable releases of @openai/codex on npm from --good to --bad (no alpha or
+    /// other pre-release), runs the scenario on both ends, then binary-searches between
+    /// them for the first release whose outcome differs from --good's. An outcome is the
+    /// status (pass, drift, FAIL, n/a) and every drift key with its observed value, before
+    /// any baseline judges it: "drift A" and "drift B" are different outcomes. Only the
+    /// releases it probes are installed (into the cache, reused by later runs). One line per
+    /// probe: version, outcome, run time, install time.
+    ///
+    /// Example (a second turn/interrupt for a finished turn stopped hanging):
+    ///   codex-parity bisect --filter turn_interrupt_ends_turn_interrupted \
+    ///       --good 0.161.0 --bad 0.171.0
+    ///   probe 1: 0.161.0   drift turn.interrupt_after_end={"while_idle":…  (2.3 s run, …)
+    ///   probe 2: 0.171.0   pass  (1.6 s run, 0.1 s install or cache)
+    ///   probe 3: 0.165.0   drift turn.interrupt_after_end={"while_idle":…  (2.3 s run, …)
+    ///   probe 4: 0.167.2   drift …  (1.9 s run, 16.1 s install or cache)
+    ///   probe 5: 0.168.0   drift …
+    ///   probe 6: 0.169.0   pass  …
+    ///   first changed release: 0.169.0
+    ///     0.168.0: drift
+    ///       turn.interrupt_after_end = {"while_idle":"no answer within 1 s",…}
+    ///     0.169.0: pass
+    ///
+    /// When the first change leads to an outcome other than --bad's, the search goes on and
+    /// lists every later change too. When its probes show an outcome coming back (A, then B,
+    /// then A again), the history is not monotonic: it names those three releases.
+    ///
+    /// Exit status: 0 when the first changed release was found; 1 when the history is not
+    /// monotonic or both ends have the same outcome; 2 on errors (an unknown or equal
+    /// version, npm unreachable, an install that failed, --filter not naming one scenario).
+    #[command(verbatim_doc_comment)]
+    Bisect(BisectArgs),
     /// Show what changed in the app-server protocol between two codex versions.
     ///
     /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
@@ -183,12 +240,19 @@ impl Cli {
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
             Command::List { markdown } => list::list(markdown),
-            Command::Install { versions, compare } => {
-                with_runtime(install::install_versions(versions, compare))
+            Command::Install {
+                versions,
+                compare,
+                prune,
+                cache_max,
+            } => {
+                let prune = prune.then_some(install::Prune { cache_max });
+                with_runtime(install::install_versions(versions, compare, prune))
             }
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
+            Command::Bisect(args) => with_runtime(bisect::bisect(args)),
             Command::SchemaDiff { from, to, json } => {
                 with_runtime(schema_diff::schema_diff(from, to, json))
             }

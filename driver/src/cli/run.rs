@@ -147,7 +147,15 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             report::conformance::line(&label, &totals)
         );
     }
+    let sweep = args.matrix.releases.is_some();
+    let changes = report::changes::changes(&matrix);
+    if sweep {
+        drift.insert(0, report::changes::section(&changes));
+    }
     let code = show(&matrix, args.report.as_deref(), drift)?;
+    if sweep {
+        print!("\n{}", report::changes::render(&changes));
+    }
     write_transcripts(&args, records)?;
     if !request_drift_and_bless(&args, records, &binaries) {
         return Ok(ExitCode::from(2));

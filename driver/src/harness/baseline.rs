@@ -681,6 +681,43 @@ mod tests {
     }
 
     #[test]
+    fn a_release_without_entries_of_its_own_is_judged_by_the_ranges() {
+        // No entry names 0.165.0 or 0.168.0: E9's range "0.131.0..0.169.0" covers them, and
+        // bisect found the drift gone in 0.169.0, where the range ends.
+        let (scenario, key) = (
+            "turn_interrupt_ends_turn_interrupted",
+            "turn.interrupt_after_end",
+        );
+        let observed =
+            json!({"while_idle": "no answer within 1 s", "after_next_turn": {"result": {}}});
+        let drift = || {
+            vec![Drift::new(
+                key,
+                observed.clone(),
+                "held until the next turn",
+            )]
+        };
+        for (version, listed) in [("0.165.0", true), ("0.168.0", true), ("0.169.0", false)] {
+            let b = Baseline::load(&Baseline::default_dir(), version).unwrap();
+            assert_eq!(
+                b.entries(scenario).count(),
+                usize::from(listed),
+                "{version}"
+            );
+            let outcome = b.judge(scenario, None, drift());
+            assert_eq!(
+                matches!(outcome, Outcome::Drift(_)),
+                listed,
+                "{version}: {outcome:?}"
+            );
+            assert_eq!(
+                b.judge(scenario, None, Vec::new()) == Outcome::Passed,
+                !listed
+            );
+        }
+    }
+
+    #[test]
     fn the_repository_baselines_parse() {
         let (path, all) = Baseline::read_all(&Baseline::default_dir()).unwrap();
         assert!(!all.is_empty(), "{} has no entries", path.display());

@@ -1,9 +1,11 @@
 //! The harness layer: what a scenario is and the context it runs with, how it ended
 //! ([`outcome`]) and what its worlds reported ([`tally`]), the isolated world
 //! it runs in (sidecar, `CODEX_HOME`, workspace, proxy), the baselines that judge its
-//! drift, and the runner that runs scenarios across binaries (or a shard of them).
+//! drift, the runner that runs scenarios across binaries (or a shard of them), and the
+//! search for the release in which a scenario's outcome changed ([`bisect`]).
 
 pub mod baseline;
+pub mod bisect;
 pub mod conformance;
 pub mod outcome;
 pub mod proxy;

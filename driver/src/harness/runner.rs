@@ -15,7 +15,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::baseline::Baseline;
+use crate::harness::baseline::{Baseline, Drift};
 use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -94,6 +94,10 @@ pub struct Ran {
     /// What checking those messages against codex's own schema found (`None`: not
     /// checked, the binary's schema could not be compiled or the scenario did not run).
     pub checked: Option<Checked>,
+    /// The drift it reported, before the baseline judged it (what `bisect` compares).
+    pub drift: Vec<Drift>,
+    /// Why it failed, before the baseline judged its drift; `None` when it got to the end.
+    pub failure: Option<String>,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -108,6 +112,8 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             observations: Vec::new(),
             transcripts: Vec::new(),
             checked: None,
+            drift: Vec::new(),
+            failure: None,
         };
     }
     let ctx = Ctx::new(
@@ -149,7 +155,9 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         drift.extend(checked.drift.iter().cloned());
         checked
     });
-    let outcome = target.baseline.judge(scenario.name, failure, drift);
+    let outcome = target
+        .baseline
+        .judge(scenario.name, failure.clone(), drift.clone());
     Ran {
         outcome,
         duration: started.elapsed(),
@@ -157,6 +165,8 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         observations: Tally::take(&ctx.tally().observations),
         transcripts,
         checked,
+        drift,
+        failure,
     }
 }
 

@@ -13,6 +13,9 @@ use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 use crate::lock;
 
+/// Above this many columns the headings drop the `codex-` of each label.
+const MANY_COLUMNS: usize = 4;
+
 /// Counts finished scenarios per binary: `codex-0.171.0 [3/17] pass streaming_deltas (0.6s)`.
 #[derive(Debug)]
 pub struct Progress {
@@ -61,14 +64,18 @@ pub fn render(matrix: &Matrix) -> String {
         .chain(totals.iter().map(|(name, _)| name.len()))
         .max()
         .unwrap_or(0);
-    let widths: Vec<usize> = matrix
-        .columns
-        .iter()
-        .map(|c| c.label.len().max(5))
-        .collect();
+    // Many columns (a sweep): headed by the version alone, to keep the table narrow.
+    let heading = |label: &str| -> String {
+        match label.strip_prefix("codex-") {
+            Some(version) if matrix.columns.len() > MANY_COLUMNS => version.to_string(),
+            _ => label.to_string(),
+        }
+    };
+    let headings: Vec<String> = matrix.columns.iter().map(|c| heading(&c.label)).collect();
+    let widths: Vec<usize> = headings.iter().map(|h| h.len().max(5)).collect();
     let _ = write!(out, "{:<width$}", "scenario");
-    for (c, w) in matrix.columns.iter().zip(&widths) {
-        let _ = write!(out, "  {:<w$}", c.label);
+    for (h, w) in headings.iter().zip(&widths) {
+        let _ = write!(out, "  {h:<w$}");
     }
     out.push('\n');
     for (row, cells) in matrix.rows.iter().zip(matrix.grid()) {

@@ -61,7 +61,8 @@ impl Cache {
         self.root.join(".tmp").join(version)
     }
 
-    /// The cached binary of `version`, if present and `--version` reports `version`.
+    /// The cached binary of `version`, if present and `--version` reports `version`; marks it
+    /// used now (its `last-used` stamp, which pruning reads).
     pub async fn cached(&self, version: &str) -> Option<CodexBinary> {
         let path = self.binary_path(version);
         if !path.is_file() {
@@ -72,10 +73,12 @@ impl Cache {
         if record.layout < super::LAYOUT {
             return None;
         }
-        binary::probe(&path)
+        let binary = binary::probe(&path)
             .await
             .ok()
-            .filter(|b| b.version == version)
+            .filter(|b| b.version == version)?;
+        super::mark_used(&self.version_dir(version));
+        Some(binary)
     }
 }
 

@@ -25,11 +25,15 @@ use crate::codex::versions;
 mod cache;
 mod npm;
 mod progress;
+mod prune;
+mod releases;
 mod unpack;
 
 pub use cache::*;
 pub use npm::*;
 pub use progress::*;
+pub use prune::*;
+pub use releases::*;
 pub use unpack::*;
 
 /// The npm package that carries the Codex CLI.
@@ -169,7 +173,26 @@ pub async fn install_with(
         target.display(),
         started.elapsed().as_secs_f64()
     ));
+    mark_used(&cache.version_dir(version));
+    enforce_cap(cache, version, progress)?;
     Ok(binary)
+}
+
+/// After an install: when `CODEX_PARITY_CACHE_MAX` is set and the cache is over it, removes
+/// the least recently used releases (never `version`, nor one in use) and says which.
+fn enforce_cap(cache: &Cache, version: &str, progress: &dyn Progress) -> Result<()> {
+    let Some(cap) = cap_from_env()? else {
+        return Ok(());
+    };
+    let pruned = prune(cache, Some(cap), &[version.to_string()])
+        .with_context(|| format!("keeping the Codex cache under {CACHE_MAX_ENV}"))?;
+    if pruned.removed.is_empty() && pruned.bytes_after <= cap {
+        return Ok(());
+    }
+    for line in describe(&pruned) {
+        progress.message(&format!("{CACHE_MAX_ENV}: {line}"));
+    }
+    Ok(())
 }
 
 /// Downloads, unpacks, verifies and publishes `version` (the caller holds the version lock).
@@ -568,13 +591,14 @@ mod tests {
             "package/vendor/x86_64-unknown-linux-musl/bin/codex"
         );
         assert_eq!(record.tarball_shasum.as_deref(), Some("abc"));
-        // Only the binary and install.json are kept; temporary files are gone.
+        // Only the binary, install.json and the last-used stamp are kept; temporary files
+        // are gone.
         let mut names: Vec<String> = std::fs::read_dir(cache.version_dir("0.161.0"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["codex", "install.json"]);
+        assert_eq!(names, ["codex", "install.json", "last-used"]);
         assert!(!cache.root().join(".tmp").join("0.161.0").exists());
 
         // Second install: served from the cache, npm is not run (a failing npm proves it).

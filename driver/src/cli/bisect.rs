@@ -1,0 +1,198 @@
+//! `codex-parity bisect`: the first published codex release in which one scenario's outcome
+//! differs from its outcome on a good release, installing only the releases it probes.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use codex_parity::codex::install::{self, Cache, StderrProgress};
+use codex_parity::codex::versions;
+use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
+use codex_parity::harness::runner;
+use codex_parity::harness::scenario::Scenario;
+use codex_parity::harness::world::Settings;
+use codex_parity::scenarios;
+
+use crate::cli::matrix::settings;
+
+/// How many characters of an observed value a probe line shows.
+const VALUE_WIDTH: usize = 60;
+
+/// The arguments of `bisect`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BisectArgs {
+    /// The scenario: its name, a part of it or its catalogue id, as for `run --filter`; it
+    /// must select exactly one (an exact name or id wins over partial matches).
+    #[arg(long, value_name = "SCENARIO")]
+    filter: String,
+    /// A release with the old outcome, e.g. 0.161.0.
+    #[arg(long, value_name = "VERSION")]
+    good: String,
+    /// A newer release with another outcome, e.g. 0.171.0.
+    #[arg(long, value_name = "VERSION")]
+    bad: String,
+    /// Keep each probe's temporary directory (CODEX_HOME, workspace) and print where.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// `bisect`: 0 when the first changed release was found, 1 when there is no single change
+/// (not monotonic, or the same outcome at both ends), 2 on errors.
+pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    versions::check_version(&args.good).context("--good")?;
+    versions::check_version(&args.bad).context("--bad")?;
+    if args.good == args.bad {
+        anyhow::bail!(
+            "--good and --bad are both {}: name two different releases",
+            args.good
+        );
+    }
+    let scenario = one_scenario(&args.filter)?;
+    let platform = install::current_platform()?;
+    eprintln!(
+        "codex-parity: listing the releases of {} on npm",
+        install::NPM_PACKAGE
+    );
+    let published = install::published_releases(platform).await?;
+    let releases = bisect::between(&published, &args.good, &args.bad)
+        .with_context(|| format!("--good {} --bad {}", args.good, args.bad))?;
+    let steps = (releases.len() - 1).next_power_of_two().trailing_zeros();
+    eprintln!(
+        "codex-parity: bisecting {} ({}) over {} releases from {} to {}: both ends and at most \
+         {steps} more probes (more if it changes twice)",
+        scenario.name,
+        scenario.id,
+        releases.len(),
+        args.good,
+        args.bad
+    );
+    let cache = Cache::from_env()?;
+    // Both ends are probed first and again compared against: never evicted by the cap.
+    install::reserve(&cache, &[args.good.clone(), args.bad.clone()]);
+    let prober = Prober {
+        scenario,
+        cache,
+        settings: Arc::new(settings(args.keep, false)?),
+    };
+    let count = std::cell::Cell::new(0);
+    let result = bisect::bisect(&releases, |version| {
+        count.set(count.get() + 1);
+        prober.probe(version, count.get())
+    })
+    .await?;
+    Ok(report(&result, started))
+}
+
+/// The one scenario `filter` selects: an exact name or id, else the only partial match.
+fn one_scenario(filter: &str) -> anyhow::Result<Scenario> {
+    let mut matching: Vec<Scenario> = scenarios::registry()
+        .into_iter()
+        .filter(|s| s.matches(filter))
+        .collect();
+    if let Some(exact) = matching
+        .iter()
+        .position(|s| s.name == filter || s.id == filter)
+    {
+        return Ok(matching.swap_remove(exact));
+    }
+    match matching.len() {
+        1 => Ok(matching.remove(0)),
+        0 => anyhow::bail!("no scenario matches --filter {filter}; `codex-parity list` shows them"),
+        n => {
+            let names: Vec<String> = matching
+                .iter()
+                .map(|s| format!("{} ({})", s.name, s.id))
+                .collect();
+            anyhow::bail!(
+                "--filter {filter} selects {n} scenarios; bisect takes one: name it exactly, \
+                 one of {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// What one probe needs: the scenario, where releases are installed, the run's settings.
+struct Prober {
+    scenario: Scenario,
+    cache: Cache,
+    settings: Arc<Settings>,
+}
+
+impl Prober {
+    /// Installs `version` if needed, runs the scenario on it and prints the probe's line.
+    async fn probe(&self, version: String, n: usize) -> anyhow::Result<Fingerprint> {
+        let started = Instant::now();
+        let binary = install::install(&self.cache, &version, &StderrProgress::new())
+            .await
+            .with_context(|| format!("installing codex {version} to probe it"))?;
+        let installed = started.elapsed();
+        let target = runner::prepare(vec![binary], &Baseline::default_dir())
+            .await?
+            .pop()
+            .with_context(|| format!("no target prepared for codex {version}"))?;
+        let ran = runner::run_scenario(&self.scenario, &target, self.settings.clone()).await;
+        let fingerprint = Fingerprint::of(&ran);
+        println!(
+            "probe {n}: {version:<9} {}  ({:.1} s run, {:.1} s install or cache)",
+            fingerprint.summary(VALUE_WIDTH),
+            ran.duration.as_secs_f64(),
+            installed.as_secs_f64()
+        );
+        if let Some(failure) = &ran.failure {
+            let first = failure.lines().next().unwrap_or_default();
+            println!("         failed: {first}");
+        }
+        Ok(fingerprint)
+    }
+}
+
+/// Prints the verdict; the exit status it calls for.
+fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
+    let probed: Vec<&str> = result.probes.iter().map(|p| p.version.as_str()).collect();
+    let footer = format!(
+        "{} probe(s) ({}) in {:.1} s",
+        probed.len(),
+        probed.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    match &result.verdict {
+        Verdict::Found(changes) => {
+            let first = &changes[0];
+            println!("\nfirst changed release: {}", first.after.version);
+            println!("  {}: {}", first.before.version, first.before.outcome);
+            println!("  {}: {}", first.after.version, first.after.outcome);
+            for later in &changes[1..] {
+                println!(
+                    "then changed again in {} (after {}): {}",
+                    later.after.version, later.before.version, later.after.outcome
+                );
+            }
+            println!("{footer}");
+            ExitCode::SUCCESS
+        }
+        Verdict::NotMonotonic([a, b, c]) => {
+            println!(
+                "\nnot monotonic: the outcome flips back between the ends: {} and {} agree, {} \
+                 in between differs; bisect a narrower range",
+                a.version, c.version, b.version
+            );
+            for p in [a, b, c] {
+                println!("  {}: {}", p.version, p.outcome);
+            }
+            println!("{footer}");
+            ExitCode::from(1)
+        }
+        Verdict::Unchanged => {
+            println!(
+                "\nno change: both ends have the same outcome ({}); if it changed and \
+                 changed back in between, bisect a narrower range\n{footer}",
+                result.probes[0].outcome.summary(VALUE_WIDTH)
+            );
+            ExitCode::from(1)
+        }
+    }
+}
