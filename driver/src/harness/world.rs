@@ -167,6 +167,30 @@ impl Drop for Cleanup {
     }
 }
 
+/// Files above a world that codex reads as project configuration or instructions from any
+/// directory below them (`.codex/`, `AGENTS.md`).
+const PROJECT_FILES: [&str; 3] = [".codex", "AGENTS.md", "AGENTS.override.md"];
+
+/// Fails when a directory above the world's `root` holds one of [`PROJECT_FILES`]: codex,
+/// started in the world's workspace, would read it, and the world would not be hermetic.
+fn outside_config(root: &std::path::Path) -> anyhow::Result<()> {
+    for dir in root.ancestors().skip(1) {
+        for name in PROJECT_FILES {
+            let found = dir.join(name);
+            if found.exists() {
+                bail!(
+                    "{} exists above the scenario's directory {}: codex would read it as \
+                     project configuration and the run would not be hermetic; remove it, or \
+                     set TMPDIR to a directory without it above",
+                    found.display(),
+                    root.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 impl World {
     /// Makes the directories, starts the sidecar and the proxy, writes `config.toml`.
     pub async fn new(
@@ -190,6 +214,7 @@ impl World {
         } else {
             Some(dir)
         };
+        outside_config(&root)?;
         let home = root.join("codex-home");
         let workspace = root.join("workspace");
         for d in [
@@ -468,4 +493,24 @@ fn turn_problems(server: &AppServer, allow_autonomous: bool) -> Vec<String> {
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_files_above_a_world_are_refused_naming_them() {
+        let top = tempfile::tempdir().unwrap();
+        let world = top.path().join("a").join("world");
+        std::fs::create_dir_all(&world).unwrap();
+        std::fs::create_dir(top.path().join("a").join(".codex")).unwrap();
+        let err = outside_config(&world).unwrap_err().to_string();
+        assert!(err.contains("/a/.codex exists above"), "{err}");
+        assert!(err.contains("set TMPDIR"), "{err}");
+        std::fs::remove_dir(top.path().join("a").join(".codex")).unwrap();
+        std::fs::write(top.path().join("AGENTS.md"), "be nice").unwrap();
+        let err = outside_config(&world).unwrap_err().to_string();
+        assert!(err.contains("AGENTS.md exists above"), "{err}");
+    }
 }
