@@ -199,6 +199,35 @@ async fn disconnects_cut_the_connection_without_completing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_delimited_body_ends_with_the_connection_so_a_cut_reads_as_its_end() {
+    let mut sidecar = Sidecar::start();
+    sidecar.enqueue(json!([
+        Scripted::sse(five_events("c"))
+            .close_delimited()
+            .disconnect_after(2)
+            .to_json(),
+        Scripted::sse(five_events("w")).close_delimited().to_json(),
+    ]));
+    let base = sidecar.base_url();
+    let cut = stream_post(&base, &json!({}), None).await;
+    // No chunked framing to break: the client sees two events and a clean end of the body.
+    assert!(cut.clean_end);
+    assert_eq!(cut.events.len(), 2, "{:?}", cut.events);
+    let te = cut.headers.iter().find(|(n, _)| n == "transfer-encoding");
+    assert_eq!(te, None, "{:?}", cut.headers);
+    assert!(cut.headers.contains(&("connection".into(), "close".into())));
+    let whole = stream_post(&base, &json!({}), None).await;
+    assert!(whole.clean_end);
+    assert_eq!(whole.events.len(), 5);
+    let requests = sidecar.requests(2);
+    assert_eq!(requests[0]["stream_end"], "disconnected");
+    assert_eq!(requests[1]["stream_end"], "completed");
+    let (reply, status, _) = sidecar.shutdown();
+    assert_eq!(reply["pending"], 0);
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_lets_a_scenario_act_between_two_events() {
     let mut sidecar = Sidecar::start();
     sidecar.enqueue(json!([

@@ -4,8 +4,8 @@
 //! Responses WebSocket (F1), an upgrade refused with 426 (F3), failing (F4) or hanging past
 //! the connect timeout (F5), a socket closed before the first event (F6) or mid-stream (F7),
 //! an error frame with a 429 and rate limits (F8), `previous_response_not_found` (F9),
-//! HTTP streams that stall (F10), are cut mid-body (F11) or drip slowly (F12), retry hints
-//! (F13), and rate-limit headers (F17).
+//! HTTP streams that stall (F10), are cut mid-body (F11, close-delimited; F11a, chunked) or
+//! drip slowly (F12), retry hints (F13), and rate-limit headers (F17).
 //!
 //! Every row compares, field by field, what codex did with what its catalogue entry says:
 //! request and connection counts, the transport of each captured request, the `error`
@@ -168,7 +168,15 @@ fn rows() -> Vec<Scenario> {
             "F11",
             "an HTTP connection closed mid-stream: stream closed, the partial item in the \
              retry's input, success on the retry",
-            http_closed
+            http_closed(Framing::CloseDelimited)
+        )
+        .timeout(Duration::from_secs(30)),
+        scenario!(
+            "transport_http_chunked_body_cut_mid_stream",
+            "F11a",
+            "F11 with a chunked body, as gateways send it: the cut chunk is a body error \
+             (error decoding response body), the rest as F11",
+            http_closed(Framing::Chunked)
         )
         .timeout(Duration::from_secs(30)),
         scenario!(
@@ -1129,21 +1137,44 @@ fn retries_after_idle_timeout(ctx: &Ctx, requests: &[CapturedRequest]) {
     }
 }
 
+/// How F11's cut body is framed.
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    /// Ended by the connection's close, as the probe's raw server wrote it (F11): the cut
+    /// reads as the body's end before `response.completed`.
+    CloseDelimited,
+    /// Chunked, as HTTP/1.1 servers and gateways send a stream of unknown length (F11a): the
+    /// cut breaks a chunk, which codex's HTTP client reports as a body error.
+    Chunked,
+}
+
+/// The detail of a chunked SSE body cut mid-stream (F11a, the same on all three versions).
+const CUT_CHUNK: &str = "stream disconnected before completion: Transport error: network error: \
+                         error decoding response body";
+
 /// F11: `response.created` and an assistant message, then the TCP connection closes; the
-/// retry (`stream_max_retries` 1) completes.
-async fn http_closed(ctx: &Ctx) -> anyhow::Result<()> {
+/// retry (`stream_max_retries` 1) completes. `framing` says how the cut body was framed, and
+/// so which detail the retry notice gives.
+async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
     let options = WorldOptions {
         stream_max_retries: 1,
         ..WorldOptions::default()
     };
-    let script = cut_then_whole();
+    let mut script = cut_then_whole();
+    let detail = match framing {
+        Framing::CloseDelimited => {
+            script[0] = script[0].clone().close_delimited();
+            CLOSED_SSE
+        }
+        Framing::Chunked => CUT_CHUNK,
+    };
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
     expect(ctx, "turn.status", json!("completed"), json!(turn.status));
     expect(
         ctx,
         "turn.errors",
-        json!([progress(1, 1, CLOSED_SSE)]),
+        json!([progress(1, 1, detail)]),
         json!(errors(&turn)),
     );
     let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();

@@ -255,6 +255,13 @@ async fn serve_scripted(
     let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(prepared.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if scripted.timing.close_delimited {
+        // hyper frames an HTTP/1.0 response of unknown length by closing the connection.
+        *response.version_mut() = http::Version::HTTP_10;
+        response
+            .headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let headers = response.headers_mut();
     if let Some(content_type) = &prepared.content_type {
         headers.insert(CONTENT_TYPE, content_type.clone());

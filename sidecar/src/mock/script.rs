@@ -256,6 +256,13 @@ impl Scripted {
         self
     }
 
+    /// Sends the body without chunked framing, ended by the connection's close (HTTP/1.0,
+    /// `connection: close`): a later disconnect reads as the body's clean end.
+    pub fn close_delimited(mut self) -> Self {
+        self.timing.close_delimited = true;
+        self
+    }
+
     /// `ms` after the response started, closes the connection wherever it is.
     pub fn disconnect_after_ms(mut self, ms: u64) -> Self {
         self.timing.disconnect_after_ms = Some(ms);

@@ -1,6 +1,7 @@
 //! The timing part of a scripted SSE response (contract v2): gaps before events, a stall or a
-//! disconnect after event N, a disconnect after T ms, and named gates that hold events until a
-//! `release` command. Parsed from and written to the scripted response's JSON object, and
+//! disconnect after event N, a disconnect after T ms, named gates that hold events until a
+//! `release` command, and the body's framing (chunked, or ended by the connection's close).
+//! Parsed from and written to the scripted response's JSON object, and
 //! checked against the number of events when the response is enqueued.
 //!
 //! ```
@@ -16,7 +17,8 @@
 use serde_json::{Map, Value};
 
 /// The keys a timed SSE response may carry besides `events`.
-pub const KEYS: [&str; 6] = [
+pub const KEYS: [&str; 7] = [
+    "close_delimited",
     "gap_ms",
     "stall_after",
     "stall_gate",
@@ -53,6 +55,10 @@ pub struct Timing {
     pub disconnect_after_ms: Option<u64>,
     /// Named gates: the event at the index and every later one wait until the name is released.
     pub gates: Vec<(String, usize)>,
+    /// The body is not chunked: the response is HTTP/1.0 with `connection: close`, and its end
+    /// is the connection's close (as a raw TCP server writes it). A disconnect then reads as
+    /// a clean end of the body to the client, not as a broken chunk.
+    pub close_delimited: bool,
 }
 
 fn error(message: impl Into<String>) -> String {
@@ -135,6 +141,11 @@ impl Timing {
             disconnect_after: index(object, "disconnect_after")?,
             disconnect_after_ms: count(object, "disconnect_after_ms")?,
             gates,
+            close_delimited: match object.get("close_delimited") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(error("\"close_delimited\" must be true or false")),
+            },
         };
         for key in KEYS {
             object.remove(key);
@@ -164,6 +175,9 @@ impl Timing {
         }
         if let Some(ms) = self.disconnect_after_ms {
             out.insert("disconnect_after_ms".into(), Value::from(ms));
+        }
+        if self.close_delimited {
+            out.insert("close_delimited".into(), Value::Bool(true));
         }
         if !self.gates.is_empty() {
             let map = self
