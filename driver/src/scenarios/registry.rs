@@ -28,6 +28,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::user_input::scenarios,
         scenarios::thread_lifecycle::scenarios,
         scenarios::plan_items::scenarios,
+        scenarios::mcp::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -50,7 +51,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 129, "the catalogue has 129 scenarios");
+        assert_eq!(names.len(), 137, "the catalogue has 137 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();
