@@ -567,7 +567,11 @@ async fn slow_interrupted(ctx: &Ctx) -> anyhow::Result<()> {
         "interrupted turn status"
     );
     let started = mcp_items(&turn, "item/started").len();
-    ensure_eq!(started, 1, "mcpToolCall item/started of the interrupted turn");
+    ensure_eq!(
+        started,
+        1,
+        "mcpToolCall item/started of the interrupted turn"
+    );
     let items: Vec<Value> = mcp_items(&turn, "item/completed")
         .iter()
         .map(outcome)
@@ -593,8 +597,10 @@ async fn slow_interrupted(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// The start of the error every version reports for a server that exits at once.
-const START_FAILURE: &str = "MCP client for `parity` failed to start: MCP startup failed: handshaking with MCP server \
-     failed: ";
+const START_FAILURE: &str = concat!(
+    "MCP client for `parity` failed to start: ",
+    "MCP startup failed: handshaking with MCP server failed: "
+);
 
 /// The start of the `toolsError` `mcpServerStatus/list` gives for that server.
 const LIST_FAILURE: &str = "MCP startup failed: handshaking with MCP server failed: ";
