@@ -65,7 +65,8 @@ pub const GROUPS: [(&str, &str, &str); 7] = [
          unsubscribe, metadata. Plan updates, web-search items and `command/exec` outside a \
          turn. MCP tools, hermetically: the project's scripted MCP server started from \
          `config.toml`, its tools offered, called, failing, interrupted, not starting, \
-         crashing or answering garbage, and `mcpServerStatus/list`.",
+         crashing or answering garbage, and `mcpServerStatus/list`. Review mode on a git \
+         workspace's uncommitted changes.",
     ),
 ];
 

@@ -29,6 +29,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::thread_lifecycle::scenarios,
         scenarios::plan_items::scenarios,
         scenarios::mcp::scenarios,
+        scenarios::review::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -51,7 +52,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 137, "the catalogue has 137 scenarios");
+        assert_eq!(names.len(), 138, "the catalogue has 138 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();
