@@ -46,7 +46,8 @@
 //! [`captured`] view for assertions); and [`control`], steering it from another process (the
 //! JSONL [`protocol`], its typed async [`Client`], a sidecar run as a child process in
 //! [`spawn`], and the binary's main loop in [`cli`]). The modules are re-exported at the root
-//! under their own names.
+//! under their own names. Beside them, [`mcp`] is a scripted stdio MCP server for codex to
+//! launch (`codex-parity-sidecar mcp --script FILE`).
 //!
 //! ```
 //! use codex_parity_sidecar::{bodies, sse, Scripted};
@@ -57,6 +58,7 @@
 //! ```
 
 pub mod control;
+pub mod mcp;
 pub mod mock;
 pub mod wire;
 

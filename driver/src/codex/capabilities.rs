@@ -232,6 +232,23 @@ impl Capabilities {
         }
     }
 
+    /// MCP servers are reported to the client: `mcpServerStatus/list`,
+    /// `mcpServer/startupStatus/updated` and `mcpToolCall` items (G16–G23).
+    pub fn needs_mcp(&self) -> Result<(), String> {
+        self.require_methods(&["mcpServerStatus/list"])?;
+        if !self
+            .notifications
+            .contains("mcpServer/startupStatus/updated")
+        {
+            return Err("this codex sends no mcpServer/startupStatus/updated".into());
+        }
+        if self.types.contains_key("McpToolCallStatus") {
+            Ok(())
+        } else {
+            Err("this codex has no mcpToolCall items (McpToolCallStatus)".into())
+        }
+    }
+
     /// The binary sends the server request `method` (e.g. an approval request).
     pub fn needs_server_request(&self, method: &str) -> Result<(), String> {
         if self.server_requests.contains(method) {

@@ -61,6 +61,9 @@ pub struct WorldOptions {
     pub experimental_api: bool,
     /// Turns codex may start by itself (goal continuations): no "unexpected turn" failure.
     pub allow_autonomous_turns: bool,
+    /// A `turn/started` whose turn never completes is the scenario's to judge, not an
+    /// after-scenario failure (`review/start` announces an inner turn id: G24).
+    pub allow_unpaired_turn_started: bool,
 }
 
 /// The transport a world's provider offers codex (`transports.md` §1.1).
@@ -89,6 +92,7 @@ impl Default for WorldOptions {
             extra_config: Vec::new(),
             experimental_api: true,
             allow_autonomous_turns: false,
+            allow_unpaired_turn_started: false,
         }
     }
 }
@@ -429,7 +433,9 @@ impl World {
             problems.push(format!("network escape through the proxy: {attempt}"));
         }
         for server in &self.servers {
-            problems.extend(turn_problems(server, self.options.allow_autonomous_turns));
+            let o = &self.options;
+            let (autonomous, unpaired) = (o.allow_autonomous_turns, o.allow_unpaired_turn_started);
+            problems.extend(turn_problems(server, autonomous, unpaired));
             for method in server.unhandled_requests() {
                 problems.push(format!("server request {method} had no handler"));
             }
@@ -467,7 +473,7 @@ impl World {
 }
 
 /// Every turn got exactly one `turn/completed`; no `turn/started` the client did not ask for.
-fn turn_problems(server: &AppServer, allow_autonomous: bool) -> Vec<String> {
+fn turn_problems(server: &AppServer, allow_autonomous: bool, allow_unpaired: bool) -> Vec<String> {
     let mut started = BTreeSet::new();
     let mut completed: BTreeMap<String, usize> = BTreeMap::new();
     for m in server.messages() {
@@ -485,6 +491,7 @@ fn turn_problems(server: &AppServer, allow_autonomous: bool) -> Vec<String> {
     for turn in &started {
         match completed.get(turn).copied().unwrap_or(0) {
             1 => {}
+            0 if allow_unpaired => {}
             0 => problems.push(format!("turn {turn} never completed")),
             n => problems.push(format!("turn {turn} completed {n} times")),
         }

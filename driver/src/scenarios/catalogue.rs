@@ -63,7 +63,10 @@ pub const GROUPS: [(&str, &str, &str); 7] = [
          answered before an interrupt. A thread's lifecycle: unarchive, delete and rollback \
          where the schema has them, `thread/list` paging, search and order, loaded threads, \
          unsubscribe, metadata. Plan updates, web-search items and `command/exec` outside a \
-         turn.",
+         turn. MCP tools, hermetically: the project's scripted MCP server started from \
+         `config.toml`, its tools offered, called, failing, interrupted, not starting, \
+         crashing or answering garbage, and `mcpServerStatus/list`. Review mode on a git \
+         workspace's uncommitted changes.",
     ),
 ];
 

@@ -3,7 +3,8 @@
 //! (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7), `dynamic_tools`
 //! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13), `fault` (E14),
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
-//! `thread_lifecycle` (G7–G11) and `plan_items` (G12–G15); [`registry()`] lists them all.
+//! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
+//! (G24); [`registry()`] lists them all.
 //! Each group file declares its scenarios with [`scenario!`](crate::scenario) in its
 //! `scenarios()`.
 
@@ -19,12 +20,14 @@ pub mod goal_continuation;
 pub mod history;
 pub mod interaction;
 pub mod lifecycle;
+pub mod mcp;
 pub mod overrides;
 pub mod plan_items;
 pub mod protocol;
 pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
+pub mod review;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;

@@ -28,6 +28,8 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::user_input::scenarios,
         scenarios::thread_lifecycle::scenarios,
         scenarios::plan_items::scenarios,
+        scenarios::mcp::scenarios,
+        scenarios::review::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
@@ -50,7 +52,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names = names();
-        assert_eq!(names.len(), 130, "the catalogue has 130 scenarios");
+        assert_eq!(names.len(), 139, "the catalogue has 139 scenarios");
         names.sort();
         let before = names.len();
         names.dedup();

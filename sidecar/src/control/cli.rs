@@ -56,6 +56,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "mcp") {
+        let mut rest = args;
+        let program = rest.remove(0);
+        rest[0] = format!("{} mcp", program.to_string_lossy()).into();
+        return crate::mcp::main_with_args(rest);
+    }
     match Args::try_parse_from(args) {
         Ok(args) => run_blocking(args),
         Err(e) => {
