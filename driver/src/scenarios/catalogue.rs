@@ -66,7 +66,8 @@ pub const GROUPS: [(&str, &str, &str); 7] = [
          turn. MCP tools, hermetically: the project's scripted MCP server started from \
          `config.toml`, its tools offered, called, failing, interrupted, not starting, \
          crashing or answering garbage, and `mcpServerStatus/list`. Review mode on a git \
-         workspace's uncommitted changes.",
+         workspace: uncommitted changes, a commit, a base branch, detached delivery and the \
+         targets codex refuses.",
     ),
 ];
 

@@ -4,7 +4,7 @@
 //! (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13), `fault` (E14),
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
 //! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
-//! (G24); [`registry()`] lists them all.
+//! (G24–G27); [`registry()`] lists them all.
 //! Each group file declares its scenarios with [`scenario!`](crate::scenario) in its
 //! `scenarios()`.
 
