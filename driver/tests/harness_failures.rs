@@ -39,7 +39,7 @@ fn smoke_on_fake(sandbox: &Sandbox, app_server: &str) -> (String, Output, Durati
         "--codex-bin",
         &fake,
         "--filter",
-        "smoke_uses_mock_responses",
+        "A1", // the smoke scenario alone: its name also matches its WebSocket twin (F2)
     ]);
     (fake, output, took)
 }

@@ -112,7 +112,7 @@ fn keep_leaves_the_world_for_inspection_and_no_process() {
         "--codex-bin",
         codex,
         "--filter",
-        "smoke_uses_mock_responses",
+        "A1", // the smoke scenario alone: its name also matches its WebSocket twin (F2)
         "--keep",
     ]);
     let all = support::text(&output);
