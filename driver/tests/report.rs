@@ -252,6 +252,7 @@ fn hostile_matrix() -> Matrix {
                 } else {
                     Vec::new()
                 },
+                checked: None,
             });
         }
     }

@@ -28,6 +28,7 @@ pub(crate) fn show(
     if let Some(dir) = report_dir {
         let mut sections = report::sections::standard(matrix);
         sections.extend(drift);
+        sections.push(report::conformance::section(matrix));
         report::write_dir(dir, matrix, &sections)?;
         eprintln!(
             "codex-parity: wrote {} into {}",

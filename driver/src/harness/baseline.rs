@@ -54,7 +54,7 @@ pub const STRICT_ENV: &str = "CODEX_PARITY_STRICT";
 pub const FILE_NAME: &str = "baselines.json";
 
 /// One divergence a scenario reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drift {
     /// A stable dotted name for what differs (`goal.interrupt_leaves_status`).
     pub key: String,

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::app_server::transcript::{SentKind, UNKNOWN_METHOD};
@@ -28,8 +29,9 @@ pub const NONCONFORMING: &str = "schema.nonconforming";
 /// The drift key of a notification or server request whose method the schema lacks.
 pub const UNKNOWN: &str = "schema.unknown_method";
 
-/// What checking one scenario's transcripts found.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What checking one scenario's transcripts found (kept in `results.json`, without the time,
+/// so merged shards report it too).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checked {
     /// Messages checked against a schema type.
     pub validated: usize,
@@ -41,8 +43,10 @@ pub struct Checked {
     /// Messages whose method the schema does not know.
     pub unknown: usize,
     /// The drift, one per distinct observation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
-    /// How long the checks took.
+    /// How long the checks took (not kept: it differs between identical runs).
+    #[serde(skip)]
     pub time: Duration,
 }
 

@@ -114,6 +114,7 @@ mod tests {
             outcome,
             duration: Duration::ZERO,
             observations: Vec::new(),
+            checked: None,
         };
         let matrix = Matrix {
             shard: None,

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::harness::conformance::{NONCONFORMING, UNKNOWN};
-use crate::harness::runner::Record;
+use crate::harness::conformance::{Checked, NONCONFORMING, UNKNOWN};
+use crate::report::matrix::Matrix;
 use crate::report::sections::{Item, Section};
 
 /// The totals of one version.
@@ -28,56 +28,58 @@ pub struct Totals {
     pub time: Duration,
 }
 
-/// The totals per binary label, in the order the labels first appear.
-pub fn totals(records: &[Record]) -> Vec<(String, Totals)> {
-    let mut out: Vec<(String, Totals)> = Vec::new();
-    for r in records {
-        let Some(c) = &r.checked else { continue };
-        let at = match out.iter().position(|(l, _)| *l == r.label) {
-            Some(i) => i,
-            None => {
-                out.push((r.label.clone(), Totals::default()));
-                out.len() - 1
-            }
-        };
-        let t = &mut out[at].1;
-        t.scenarios += 1;
-        t.validated += c.validated;
-        t.nonconforming += c.nonconforming;
-        t.unknown += c.unknown;
-        t.unchecked += c.unchecked;
-        t.time += c.time;
+/// The totals per binary label, in column order (columns nothing was checked on are left
+/// out).
+pub fn totals(matrix: &Matrix) -> Vec<(String, Totals)> {
+    let mut out = Vec::new();
+    for column in &matrix.columns {
+        let mut t = Totals::default();
+        for c in checked_in(matrix, &column.label) {
+            t.scenarios += 1;
+            t.validated += c.1.validated;
+            t.nonconforming += c.1.nonconforming;
+            t.unknown += c.1.unknown;
+            t.unchecked += c.1.unchecked;
+            t.time += c.1.time;
+        }
+        if t.scenarios > 0 {
+            out.push((column.label.clone(), t));
+        }
     }
     out
+}
+
+/// The checked cells of the column `label`: (scenario, what was found).
+fn checked_in<'a>(
+    matrix: &'a Matrix,
+    label: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a Checked)> {
+    matrix
+        .entries
+        .iter()
+        .filter(move |e| e.codex == label)
+        .filter_map(|e| e.checked.as_ref().map(|c| (e.scenario.as_str(), c)))
 }
 
 /// One line of totals: `codex-0.171.0: 812 messages validated, 3 did not conform, …`.
 pub fn line(label: &str, t: &Totals) -> String {
     format!(
         "{label}: {} message(s) validated in {} scenario(s), {} did not conform, {} of unknown \
-         method(s), {} without a published type; checks took {} ms",
-        t.validated,
-        t.scenarios,
-        t.nonconforming,
-        t.unknown,
-        t.unchecked,
-        t.time.as_millis()
+         method(s), {} without a published type",
+        t.validated, t.scenarios, t.nonconforming, t.unknown, t.unchecked,
     )
 }
 
 /// The section: one item per version, titled with its totals, listing each distinct
 /// observation with the scenarios it came from.
-pub fn section(records: &[Record]) -> Section {
-    let items = totals(records)
+pub fn section(matrix: &Matrix) -> Section {
+    let items = totals(matrix)
         .into_iter()
         .map(|(label, t)| {
             // Observation (key and value) -> (first message, scenarios).
             let mut found: BTreeMap<(String, String), (String, Vec<&str>)> = BTreeMap::new();
-            let drift = records
-                .iter()
-                .filter(|r| r.label == label)
-                .filter_map(|r| r.checked.as_ref().map(|c| (r.scenario, c)))
-                .flat_map(|(s, c)| c.drift.iter().map(move |d| (s, d)));
+            let drift =
+                checked_in(matrix, &label).flat_map(|(s, c)| c.drift.iter().map(move |d| (s, d)));
             for (scenario, d) in drift {
                 let entry = found
                     .entry((d.key.clone(), d.observed.to_string()))
@@ -124,19 +126,16 @@ mod tests {
 
     use super::*;
     use crate::harness::baseline::Drift;
-    use crate::harness::conformance::Checked;
     use crate::harness::outcome::Outcome;
+    use crate::report::matrix::{Column, Entry};
 
-    fn record(scenario: &'static str, label: &str, checked: Option<Checked>) -> Record {
-        Record {
-            scenario,
-            id: "A1",
-            label: label.into(),
+    fn entry(scenario: &str, label: &str, checked: Option<Checked>) -> Entry {
+        Entry {
+            scenario: scenario.into(),
+            codex: label.into(),
             outcome: Outcome::Passed,
             duration: Duration::ZERO,
-            requests: Vec::new(),
             observations: Vec::new(),
-            transcripts: Vec::new(),
             checked,
         }
     }
@@ -159,13 +158,22 @@ mod tests {
             unchecked: 1,
             ..Checked::default()
         };
-        let records = [
-            record("one", "codex-0.131.0", Some(bad.clone())),
-            record("two", "codex-0.131.0", Some(bad)),
-            record("one", "codex-0.171.0", Some(good)),
-            record("three", "codex-0.171.0", None),
-        ];
-        let s = section(&records);
+        let column = |label: &str| Column {
+            label: label.into(),
+            version: label.trim_start_matches("codex-").into(),
+        };
+        let matrix = Matrix {
+            shard: None,
+            rows: Vec::new(),
+            columns: vec![column("codex-0.131.0"), column("codex-0.171.0")],
+            entries: vec![
+                entry("one", "codex-0.131.0", Some(bad.clone())),
+                entry("two", "codex-0.131.0", Some(bad)),
+                entry("one", "codex-0.171.0", Some(good)),
+                entry("three", "codex-0.171.0", None),
+            ],
+        };
+        let s = section(&matrix);
         assert_eq!(s.items.len(), 2);
         assert!(
             s.items[0]
@@ -183,6 +191,6 @@ mod tests {
                 .text
                 .starts_with("every message validated conforms")
         );
-        assert_eq!(totals(&records)[1].1.unchecked, 1);
+        assert_eq!(totals(&matrix)[1].1.unchecked, 1);
     }
 }

@@ -17,7 +17,8 @@
 //! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
 //! `contradicts` (listed drift that contradicts the scenario's headline claim, with `notes`),
 //! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario recorded
-//! about that codex (which edit path it took, a skipped golden comparison). `codex` and
+//! about that codex (which edit path it took, a skipped golden comparison); `schema` what
+//! checking its transcripts against codex's own schema found (counts and drift). `codex` and
 //! `scenarios` list the whole plan, also in a shard, whose `results` hold only its own cells.
 //! Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
@@ -28,6 +29,7 @@ use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{Column, Entry, Matrix, Row};
+use crate::harness::conformance::Checked;
 use crate::harness::outcome::Outcome;
 use crate::harness::shard::Shard;
 
@@ -85,6 +87,8 @@ struct ResultJson {
     notes: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     observations: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    schema: Option<Checked>,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -138,6 +142,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         reason,
         notes,
         observations: clean(e.observations.clone()),
+        schema: e.checked.clone(),
     }
 }
 
@@ -197,6 +202,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             outcome,
             duration: Duration::from_millis(r.duration_ms),
             observations: r.observations,
+            checked: r.schema,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };

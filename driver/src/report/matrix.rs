@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure};
 
 use crate::codex::binaries::CodexBinary;
+use crate::harness::conformance::Checked;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 use crate::harness::scenario::Scenario;
@@ -46,6 +47,9 @@ pub struct Entry {
     pub duration: Duration,
     /// Facts the scenario recorded about this codex (not judged).
     pub observations: Vec<String>,
+    /// What checking its transcripts against codex's own schema found (`None`: not
+    /// checked).
+    pub checked: Option<Checked>,
 }
 
 /// Counts of one column's outcomes.
@@ -111,6 +115,7 @@ impl Matrix {
                 outcome: r.outcome.clone(),
                 duration: r.duration,
                 observations: r.observations.clone(),
+                checked: r.checked.clone(),
             })
             .collect();
         let mut matrix = Matrix {
@@ -357,6 +362,17 @@ pub(crate) mod tests {
             outcome,
             duration: Duration::from_millis(ms),
             observations: Vec::new(),
+            // A schema check on the first rows, so results.json carries one both ways.
+            checked: (s == "alpha").then(|| Checked {
+                validated: 5,
+                unknown: 1,
+                drift: vec![crate::harness::baseline::Drift::new(
+                    "schema.unknown_method",
+                    serde_json::json!({"method": "x/y"}),
+                    "x/y is not in the schema",
+                )],
+                ..Checked::default()
+            }),
         };
         Matrix {
             shard: None,
