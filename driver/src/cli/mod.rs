@@ -9,6 +9,7 @@ mod merge;
 mod run;
 mod schema_diff;
 mod sidecar;
+mod sources;
 mod surface;
 
 use std::path::PathBuf;

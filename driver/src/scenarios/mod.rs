@@ -25,6 +25,7 @@ pub mod protocol;
 pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
+pub mod scenario_file;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;
