@@ -97,12 +97,25 @@ impl Source {
         needle: Option<&str>,
         message: impl Into<String>,
     ) -> FileError {
+        let span = self.section(span);
         let inside = self.text.get(span.clone()).unwrap_or("");
         let offset = needle
             .filter(|n| !n.is_empty())
             .and_then(|n| inside.find(n))
             .map_or(span.start, |i| span.start + i);
         self.error_at(offset, message)
+    }
+
+    /// The table `span` starts: to the next table header (a line starting with `[`) or the
+    /// end of the file (the parser's span of an array-of-tables entry may be its header).
+    pub fn section(&self, span: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let from = span.end.min(self.text.len());
+        let end = self
+            .text
+            .get(from..)
+            .and_then(|rest| rest.find("\n["))
+            .map_or(self.text.len(), |i| from + i + 1);
+        span.start..end.max(span.end)
     }
 
     /// `file:line:column` of byte `offset`, for messages at run time.

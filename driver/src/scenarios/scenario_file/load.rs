@@ -434,14 +434,17 @@ fn check_step(
     for e in &expectations {
         for op in bad_operators(e) {
             let needle = op.split(' ').next().unwrap_or(&op).to_string();
-            errors.push(source.error_in(
-                span,
-                Some(&needle),
+            let message = if needle == op {
                 format!(
                     "unknown assertion operator {op}; valid operators: {}, and the values $any, $absent, $null",
                     super::matching::OPERATORS.join(", ")
-                ),
-            ));
+                )
+            } else {
+                format!(
+                    "expected an operator alone in its table ({{ \"{needle}\" = … }}), found {op}"
+                )
+            };
+            errors.push(source.error_in(span, Some(&needle), message));
         }
     }
     if let Some(captures) = captures {

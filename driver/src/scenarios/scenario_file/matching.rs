@@ -88,7 +88,7 @@ pub fn bad_operators(value: &Value) -> Vec<String> {
             }
         }
         if !ops.is_empty() && map.len() > 1 {
-            out.push(format!("{} beside other keys", ops[0]));
+            out.push(format!("{} with other keys beside it", ops[0]));
         }
     });
     out
@@ -412,7 +412,7 @@ mod tests {
         );
         assert_eq!(
             bad_operators(&json!({"a": {"$contians": 1}, "b": {"$len": 1, "x": 2}})),
-            vec!["$contians", "$len beside other keys"]
+            vec!["$contians", "$len with other keys beside it"]
         );
     }
 }
