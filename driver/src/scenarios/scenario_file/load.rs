@@ -421,9 +421,17 @@ fn check_step(
         if !bound.contains(&name) {
             let mut known: Vec<String> = bound.iter().map(|b| format!("${b}")).collect();
             known.sort();
+            let whole = format!("\"${name}\"");
+            let inner = format!("${{{name}}}");
+            let inside = source.text.get(source.section(span)).unwrap_or("");
+            let needle = if inside.contains(&whole) {
+                whole
+            } else {
+                inner
+            };
             errors.push(source.error_in(
                 span,
-                Some(&format!("${name}")).map(String::as_str),
+                Some(&needle),
                 format!(
                     "expected a variable bound by an earlier step ({}), found ${name}",
                     known.join(", ")
@@ -516,4 +524,127 @@ fn check_check(
         timeout_ms: None,
     };
     check_step(source, span, &step, &mut bound, errors);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "name = \"x_y\"\nid = \"X-1\"\nsummary = \"s\"\n";
+
+    fn errors(body: &str) -> Vec<String> {
+        let text = format!("{HEAD}{body}");
+        match compile(Path::new("f.toml"), &text) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn a_malformed_file_names_line_column_expected_and_found() {
+        let e = errors("timeout_secs = \"ten\"\n");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("f.toml:4:16: "), "{e:?}");
+        assert!(
+            e[0].contains("expected u64") || e[0].contains("invalid type"),
+            "{e:?}"
+        );
+        let e = errors("[[step]\ndo = \"turn\"\n");
+        assert!(e[0].starts_with("f.toml:4:"), "{e:?}");
+        let e = errors("colour = 1\n");
+        assert!(
+            e[0].contains("unknown field `colour`, expected one of `name`"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn unknown_step_kinds_and_checks_list_the_valid_ones() {
+        let e = errors("\n[[step]]\ndo = \"trun\"\ninput = \"hi\"\n");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("f.toml:6:7: unknown step kind `trun`"),
+            "{e:?}"
+        );
+        for kind in STEP_KINDS {
+            assert!(e[0].contains(&format!("`{kind}`")), "{kind} missing: {e:?}");
+        }
+        let e = errors("[[check]]\non = \"files\"\n");
+        assert!(e[0].contains("unknown check kind `files`"), "{e:?}");
+        for kind in CHECK_KINDS {
+            assert!(e[0].contains(&format!("`{kind}`")), "{kind} missing: {e:?}");
+        }
+        let e = errors("[[step]]\ninput = \"hi\"\n");
+        assert!(
+            e[0].contains("expected a step kind, do = one of request, turn"),
+            "{e:?}"
+        );
+        let e = errors("[[step]]\ndo = \"turn\"\ninput = \"hi\"\nwait_for = 1\n");
+        assert!(
+            e[0].starts_with("f.toml:7:1: in this step: unknown field `wait_for`"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn variables_must_be_bound_by_an_earlier_step() {
+        let body = "start_thread = false\n[[step]]\ndo = \"request\"\nmethod = \"thread/start\"\n\
+                    params = { cwd = \"$workspace\" }\ncapture = { t = \"/thread/id\" }\n\
+                    [[step]]\ndo = \"turn\"\nthread = \"$t\"\ninput = \"${thread} and $turn\"\n";
+        let e = errors(body);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("expected a variable bound by an earlier step ($home, $t, $workspace), found $thread"),
+            "{e:?}"
+        );
+        assert!(e[0].starts_with("f.toml:13:10:"), "{e:?}");
+        let ok = errors(
+            "[[step]]\ndo = \"turn\"\ninput = \"hi\"\n[[check]]\non = \"notification\"\nmethod = \"m\"\nmatch = { turnId = \"$turn\", threadId = \"$thread\" }\n",
+        );
+        assert!(ok.is_empty(), "{ok:?}");
+    }
+
+    #[test]
+    fn operators_replies_and_responses_are_checked() {
+        let e = errors(
+            "[[check]]\non = \"notification\"\nmethod = \"m\"\nmatch = { a = { \"$regexp\" = \"x\" } }\n",
+        );
+        assert!(
+            e[0].contains("unknown assertion operator $regexp; valid operators: $contains, $regex"),
+            "{e:?}"
+        );
+        assert!(e[0].starts_with("f.toml:7:18:"), "{e:?}");
+        let e = errors("[[step]]\ndo = \"reply\"\nmethod = \"item/tool/call\"\n");
+        assert!(
+            e[0].contains("expected exactly one of result, error or unanswered = true"),
+            "{e:?}"
+        );
+        let e = errors("[[response]]\nstatus = 500\nevents = []\n");
+        assert!(
+            e[0].starts_with("f.toml:4:1: expected a scripted response"),
+            "{e:?}"
+        );
+        let e = errors("[[response]]\njson = '''[{\"type\": ]'''\n");
+        assert!(e[0].contains("not JSON"), "{e:?}");
+        let e = errors("[requires]\nfields = [\"ThreadStartParams\"]\n");
+        assert!(e[0].contains("expected Type.name"), "{e:?}");
+    }
+
+    #[test]
+    fn a_good_file_compiles_with_its_places() {
+        let text = format!(
+            "{HEAD}[[response]]\njson = '''[{{\"type\": \"response.created\", \"response\": {{\"id\": \"r\"}}}}]'''\n\
+             [[response]]\nstatus = 500\nbody = {{ error = {{ message = \"x\", data = \"$null\" }} }}\n\
+             [[step]]\ndo = \"turn\"\ninput = \"hi\"\n"
+        );
+        let c = compile(Path::new("f.toml"), &text).unwrap();
+        assert_eq!((c.name.as_str(), c.id.as_str()), ("x_y", "X-1"));
+        assert_eq!(c.responses.len(), 2);
+        assert_eq!(
+            c.responses[1].to_json()["body"]["error"]["data"],
+            Value::Null
+        );
+        assert_eq!(c.steps[0].place, "f.toml:9:1");
+        assert_eq!(c.thread, Some(serde_json::json!({})));
+    }
 }

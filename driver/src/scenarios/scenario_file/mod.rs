@@ -164,3 +164,62 @@ pub fn dirs_from_env() -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn examples() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/scenarios")
+    }
+
+    #[test]
+    fn the_examples_load_as_scenarios_with_requirements() {
+        let loaded = load_dirs(&[examples()], &["streaming_deltas"]).unwrap();
+        let ids: Vec<&str> = loaded.scenarios.iter().map(|s| s.id).collect();
+        assert_eq!(ids, ["X-A2", "X-B6", "X-C1", "X-D1", "X-E11a", "X-E14a"]);
+        assert!(loaded.scenarios.iter().all(|s| s.matches("X-")));
+        let b6 = &loaded.scenarios[1];
+        let none = crate::codex::capabilities::Capabilities::default();
+        let reason = (b6.applies)(&none).unwrap_err();
+        assert!(reason.contains("method thread/goal/set"), "{reason}");
+    }
+
+    #[test]
+    fn duplicate_names_and_empty_directories_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = "name = \"streaming_deltas\"\nid = \"X\"\nsummary = \"s\"\n";
+        std::fs::write(dir.path().join("a.toml"), file).unwrap();
+        let err = load_dirs(&[dir.path().to_path_buf()], &["streaming_deltas"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a.toml:1:8: expected a unique name, found \"streaming_deltas\", already the name of a built-in scenario"),
+            "{err}"
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let err = load_dirs(&[empty.path().to_path_buf()], &[]).unwrap_err();
+        assert!(err.to_string().contains("found none"), "{err}");
+    }
+
+    /// The issue asks for the time to load and validate 100 files: printed, and bounded
+    /// loosely so a pathological slowdown fails.
+    #[test]
+    fn a_hundred_files_load_quickly() {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            std::fs::read_to_string(examples().join("c1_resume_in_new_process.toml")).unwrap();
+        for i in 0..100 {
+            let renamed = text.replace(
+                "name = \"file_resume_in_new_process_carries_history\"",
+                &format!("name = \"copy_{i}\""),
+            );
+            std::fs::write(dir.path().join(format!("s{i:03}.toml")), renamed).unwrap();
+        }
+        let started = std::time::Instant::now();
+        let loaded = load_dirs(&[dir.path().to_path_buf()], &[]).unwrap();
+        let took = started.elapsed();
+        assert_eq!(loaded.scenarios.len(), 100);
+        eprintln!("loaded and validated 100 scenario files in {took:?}");
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    }
+}
