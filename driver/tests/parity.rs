@@ -125,7 +125,10 @@ fn main() -> ExitCode {
     let files = match scenario_file::load_dirs(&scenario_file::dirs_from_env(), &builtins) {
         Ok(files) => files,
         Err(e) => {
-            eprintln!("parity: {} names a bad scenario file: {e}", scenario_file::ENV);
+            eprintln!(
+                "parity: {} names a bad scenario file: {e}",
+                scenario_file::ENV
+            );
             return ExitCode::from(2);
         }
     };

@@ -28,8 +28,11 @@ use crate::harness::world::{Transport, World, WorldOptions};
 use crate::scenarios::support::git;
 use crate::scenarios::{captured_requests, exit_cleanly, requests_arrived};
 
-/// The default wait of a step that waits (a turn, a notification, requests).
-const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+/// The default wait of a turn step for `turn/completed`.
+const TURN_WAIT: Duration = Duration::from_secs(30);
+
+/// The default wait of a step that waits for a notification or for requests.
+const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
 /// The world options a file's `[codex]` asks for, on this binary.
 pub fn world_options(c: &Compiled, caps: &Capabilities) -> WorldOptions {
@@ -222,6 +225,10 @@ fn ms(timeout_ms: Option<u64>) -> Duration {
     timeout_ms.map_or(DEFAULT_WAIT, Duration::from_millis)
 }
 
+fn turn_ms(timeout_ms: Option<u64>) -> Duration {
+    timeout_ms.map_or(TURN_WAIT, Duration::from_millis)
+}
+
 impl Run<'_> {
     /// Checks `actual` against `expected` (variables substituted): a mismatch fails, or is
     /// drift under `drift` (the value found where it differs).
@@ -380,7 +387,7 @@ impl Run<'_> {
                 let started = start_turn(&self.app, &thread, input, &options).await?;
                 self.vars.set("turn", json!(started.id));
                 if *wait {
-                    let turn = wait_turn(&self.app, started, ms(*timeout_ms)).await?;
+                    let turn = wait_turn(&self.app, started, turn_ms(*timeout_ms)).await?;
                     self.finished_turn(&turn, expect.as_ref(), capture, drift.as_ref())
                 } else {
                     let result = started.result.clone();
@@ -400,7 +407,7 @@ impl Run<'_> {
                     .pending
                     .remove(&id)
                     .with_context(|| format!("expected a turn started with wait = false, found {id}, which is not waiting"))?;
-                let turn = wait_turn(&self.app, started, ms(*timeout_ms)).await?;
+                let turn = wait_turn(&self.app, started, turn_ms(*timeout_ms)).await?;
                 self.finished_turn(&turn, expect.as_ref(), capture, drift.as_ref())
             }
             Step::Wait {
