@@ -104,11 +104,15 @@ enum Command {
     /// List the scenarios with their catalogue ids.
     ///
     /// With --markdown, print the catalogue document instead (docs/scenarios.md is this
-    /// output: `codex-parity list --markdown > docs/scenarios.md`).
+    /// output: `codex-parity list --markdown > docs/scenarios.md`). With --scenarios DIR,
+    /// the scenario files too, after checking them (exit 2 on a bad file, naming it).
     List {
         /// Print the catalogue as Markdown, grouped, with time limits.
         #[arg(long)]
         markdown: bool,
+        /// Scenario files to list too (checked: a bad file exits 2, naming it).
+        #[command(flatten)]
+        sources: sources::ScenarioSources,
     },
     /// Measure what the harness costs and how it holds up (numbers, not pass/fail).
     ///
@@ -240,7 +244,7 @@ impl Cli {
     pub(crate) fn run(self) -> ExitCode {
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
-            Command::List { markdown } => list::list(markdown),
+            Command::List { markdown, sources } => list::list(markdown, &sources),
             Command::Install {
                 versions,
                 compare,
