@@ -46,6 +46,7 @@ enum Command {
     ///   codex-parity run --compare --transcript-diff  # and in what codex sends the client
     ///   codex-parity run --releases 0.161.0..0.171.0 --every 2   # a sweep over npm releases
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
+    ///   codex-parity run --scenarios my-scenarios --only-files  # your own scenario files (docs/scenario-files.md)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
     /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the

@@ -141,7 +141,8 @@ pub async fn run(ctx: &Ctx, c: &Compiled) -> anyhow::Result<()> {
     vars.set("workspace", json!(world.workspace.display().to_string()));
     vars.set("home", json!(world.home.display().to_string()));
     if let Some(params) = &c.thread {
-        let (thread, _) = world.start_thread(&app, params.clone()).await?;
+        let params = vars.substitute(params).map_err(anyhow::Error::msg)?;
+        let (thread, _) = world.start_thread(&app, params).await?;
         vars.set("thread", json!(thread));
     }
     let mut run = Run {
@@ -503,8 +504,8 @@ impl Run<'_> {
                 let scripts = response
                     .iter()
                     .map(|r| {
-                        let json = self.vars.substitute(r).map_err(anyhow::Error::msg)?;
-                        Scripted::from_json(&json).map_err(|e| anyhow::anyhow!("{e}"))
+                        Scripted::from_json(&matching::literals(r))
+                            .map_err(|e| anyhow::anyhow!("{e}"))
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?;
                 self.world.script(scripts).await

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::diagnostic::{FileError, Source, quoted_found};
 use super::format::{Check, CodexSection, FileSpec, Requires, Step, WorkspaceSection};
-use super::matching::{Vars, bad_operators, references};
+use super::matching::{bad_operators, literals, references};
 
 /// A step or check with where it is written.
 #[derive(Debug, Clone)]
@@ -88,6 +88,11 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         ));
     }
     check_requires(&source, text, &spec.requires, &mut errors);
+    for path in spec.workspace.files.keys() {
+        if let Err(m) = relative_path(path) {
+            errors.push(source.error_in(&(0..text.len()), Some(path), m));
+        }
+    }
     let mut responses = Vec::new();
     for r in &spec.response {
         match response(&r.get_ref().clone()) {
@@ -104,8 +109,24 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         ));
     }
     let thread = if start_thread {
-        match spec.thread.map(toml::Value::Table).map(to_json).transpose() {
-            Ok(t) => Some(t.unwrap_or_else(|| serde_json::json!({}))),
+        let params = spec.thread.map(toml::Value::Table).map(|t| {
+            serde_json::to_value(t)
+                .map_err(|e| format!("expected JSON-like values in [thread]: {e}"))
+        });
+        match params.transpose() {
+            Ok(t) => {
+                let t = t.unwrap_or_else(|| serde_json::json!({}));
+                for name in references(&t) {
+                    if !BUILTIN_VARS.contains(&name.as_str()) {
+                        errors.push(source.error_in(
+                            &(0..text.len()),
+                            Some(&format!("${name}")),
+                            format!("expected $workspace or $home in [thread] (no step has run yet), found ${name}"),
+                        ));
+                    }
+                }
+                Some(t)
+            }
             Err(m) => {
                 errors.push(source.error_in(&(0..text.len()), Some("[thread]"), m));
                 None
@@ -169,7 +190,7 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
 /// A TOML value as JSON, `"$null"` read as null (TOML has no null).
 pub fn to_json(value: toml::Value) -> Result<Value, String> {
     let json = serde_json::to_value(value).map_err(|e| format!("not JSON: {e}"))?;
-    Vars::default().substitute(&json)
+    Ok(literals(&json))
 }
 
 /// One scripted response: the sidecar's JSON written as TOML, or `json = '''…'''` holding
@@ -266,6 +287,21 @@ fn item_error(source: &Source, span: &Range<usize>, what: &str, message: &str) -
         format!("in this {what}: {message}")
     };
     source.error_in(span, needle, message)
+}
+
+/// A workspace path: relative, without `..` (variables such as `${name}` are allowed).
+fn relative_path(path: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    if path.is_empty()
+        || p.is_absolute()
+        || p.components().any(|c| c == std::path::Component::ParentDir)
+    {
+        Err(format!(
+            "expected a path inside the workspace (relative, no ..), found {path:?}"
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 fn check_requires(source: &Source, text: &str, r: &Requires, errors: &mut Vec<FileError>) {
@@ -391,16 +427,16 @@ fn check_step(
         }
         Step::Script { response } => {
             for (i, r) in response.iter().enumerate() {
-                let scripted = Vars::default()
-                    .substitute(r)
-                    .map_err(|e| e.to_string())
-                    .and_then(|json| Scripted::from_json(&json).map_err(|e| e.to_string()));
+                let scripted = Scripted::from_json(&literals(r)).map_err(|e| e.to_string());
                 if let Err(e) = scripted {
                     errors.push(source.error_at(span.start, format!("expected a scripted response (docs/sidecar-protocol.md §2) as response #{i}: {e}")));
                 }
             }
         }
         Step::WriteFile { path, content } => {
+            if let Err(m) = relative_path(path) {
+                errors.push(source.error_in(span, Some(path), m));
+            }
             names.push(path.clone());
             names.push(content.clone());
         }
@@ -503,6 +539,9 @@ fn check_check(
             exists,
             ..
         } => {
+            if let Err(m) = relative_path(path) {
+                errors.push(source.error_in(span, Some(path), m));
+            }
             texts.push(path.clone());
             texts.extend(content.iter().chain(contains).cloned());
             if *exists == Some(false) && (content.is_some() || contains.is_some()) {
@@ -628,6 +667,11 @@ mod tests {
         assert!(e[0].contains("not JSON"), "{e:?}");
         let e = errors("[requires]\nfields = [\"ThreadStartParams\"]\n");
         assert!(e[0].contains("expected Type.name"), "{e:?}");
+        let e = errors("[[check]]\non = \"file\"\npath = \"../etc/passwd\"\n");
+        assert!(
+            e[0].starts_with("f.toml:6:9: expected a path inside the workspace"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -114,6 +114,23 @@ fn walk_objects(value: &Value, f: &mut impl FnMut(&Map<String, Value>)) {
     }
 }
 
+/// `value` with only `"$null"` (null) and `"$$…"` (a literal `$…`) replaced: scripted
+/// responses take no variables, so a `$` in a model's text stays as written.
+pub fn literals(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s == "$null" => Value::Null,
+        Value::String(s) => match s.strip_prefix("$$") {
+            Some(rest) => Value::String(format!("${rest}")),
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(literals).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), literals(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 impl Vars {
     /// Binds `name` (without `$`).
     pub fn set(&mut self, name: &str, value: Value) {
@@ -390,6 +407,16 @@ mod tests {
         assert_eq!(ok(json!({"zz": "$absent", "n": "$any"})), Ok(()));
         let err = ok(json!({"n": "$absent"})).unwrap_err();
         assert_eq!(err, "at /n: expected no value, found 5");
+    }
+
+    #[test]
+    fn responses_take_literals_only() {
+        let v = json!({"text": "costs $5 or $thread", "n": "$null", "d": "$$null"});
+        assert_eq!(
+            literals(&v),
+            json!({"text": "costs $5 or $thread", "n": null, "d": "$null"})
+        );
+        assert_eq!(literals(&json!("$thread")), json!("$thread"));
     }
 
     #[test]
