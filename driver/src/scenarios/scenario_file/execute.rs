@@ -656,6 +656,17 @@ impl Run<'_> {
                 }
                 Ok(())
             }
+            Check::Value {
+                value,
+                matches,
+                drift,
+            } => {
+                let actual = self
+                    .vars
+                    .substitute(&Value::String(value.clone()))
+                    .map_err(anyhow::Error::msg)?;
+                self.expect(drift.as_ref(), matches, &actual, value)
+            }
             Check::Notification {
                 method,
                 matches,

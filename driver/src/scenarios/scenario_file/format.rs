@@ -360,6 +360,17 @@ pub enum Check {
         /// A mismatch is drift under this key instead of a failure.
         drift: Option<String>,
     },
+    /// A value bound by an earlier step (`capture`), e.g. a whole completed turn
+    /// (`capture = { done = "" }`), so each field can be its own check and drift key.
+    Value {
+        /// The variable, `"$name"`.
+        value: String,
+        /// A subset it must match.
+        #[serde(rename = "match")]
+        matches: Value,
+        /// A mismatch is drift under this key instead of a failure.
+        drift: Option<String>,
+    },
     /// A file in the workspace.
     File {
         /// The path, relative to the workspace.
@@ -383,6 +394,7 @@ impl Check {
             Check::Request { .. } => "request",
             Check::Notification { .. } => "notification",
             Check::ServerRequest { .. } => "server_request",
+            Check::Value { .. } => "value",
             Check::File { .. } => "file",
         }
     }

@@ -269,11 +269,12 @@ pub const STEP_KINDS: [&str; 13] = [
 ];
 
 /// The kinds of check, as `on = "…"` names them.
-pub const CHECK_KINDS: [&str; 5] = [
+pub const CHECK_KINDS: [&str; 6] = [
     "requests",
     "request",
     "notification",
     "server_request",
+    "value",
     "file",
 ];
 
@@ -552,6 +553,19 @@ fn check_check(
                 ));
             }
         }
+        Check::Value { value, matches, .. } => {
+            if !value.starts_with('$') || value.starts_with("${") {
+                errors.push(source.error_in(
+                    span,
+                    Some(value),
+                    format!(
+                        "expected a variable (\"$name\") as the value to check, found {value:?}"
+                    ),
+                ));
+            }
+            texts.push(value.clone());
+            expectations.push(matches.clone());
+        }
         Check::Requests { .. } => {}
     }
     expectations.extend(texts.into_iter().map(Value::String));
@@ -667,6 +681,16 @@ mod tests {
         assert!(e[0].contains("not JSON"), "{e:?}");
         let e = errors("[requires]\nfields = [\"ThreadStartParams\"]\n");
         assert!(e[0].contains("expected Type.name"), "{e:?}");
+        let e = errors("[[check]]\non = \"value\"\nvalue = \"done\"\nmatch = {}\n");
+        assert!(
+            e[0].contains("expected a variable (\"$name\") as the value to check, found \"done\""),
+            "{e:?}"
+        );
+        let e = errors("[[check]]\non = \"value\"\nvalue = \"$done\"\nmatch = {}\n");
+        assert!(
+            e[0].contains("expected a variable bound by an earlier step"),
+            "{e:?}"
+        );
         let e = errors("[[check]]\non = \"file\"\npath = \"../etc/passwd\"\n");
         assert!(
             e[0].starts_with("f.toml:6:9: expected a path inside the workspace"),
