@@ -9,6 +9,11 @@
 //! drift passes (its notes on stderr) unless `CODEX_PARITY_STRICT=1`, which fails any
 //! drift. After the run a `parity summary:` line counts passes, known drift,
 //! contradicting drift, not applicable and failures.
+//!
+//! `CODEX_PARITY_SCENARIOS=DIR` (separated like `PATH`) adds the scenario files of each
+//! directory (`docs/scenario-files.md`) as trials beside the built-in scenarios, judged with
+//! the directory's `baselines.json` too; a bad file stops the run (exit 2) before any codex
+//! starts.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -28,7 +33,7 @@ use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use codex_parity::scenarios;
-use codex_parity::scenarios::setup;
+use codex_parity::scenarios::{scenario_file, setup};
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -115,6 +120,19 @@ fn kind(s: &Scenario, baseline: &Baseline) -> String {
 fn main() -> ExitCode {
     let (bins, rest) = split_args(std::env::args_os());
     let args = Arguments::from_iter(rest);
+    let mut all = scenarios::registry();
+    let builtins: Vec<&str> = all.iter().map(|s| s.name).collect();
+    let files = match scenario_file::load_dirs(&scenario_file::dirs_from_env(), &builtins) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!(
+                "parity: {} names a bad scenario file: {e}",
+                scenario_file::ENV
+            );
+            return ExitCode::from(2);
+        }
+    };
+    all.extend(files.scenarios);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -146,14 +164,21 @@ fn main() -> ExitCode {
     ));
     let strict = strict_from_env();
     for target in &mut targets {
-        Arc::make_mut(&mut target.baseline).strict = strict;
+        let baseline = Arc::make_mut(&mut target.baseline);
+        baseline.strict = strict;
+        for file in &files.baselines {
+            if let Err(e) = baseline.add(file) {
+                eprintln!("parity: reading the baselines {}: {e:#}", file.display());
+                return ExitCode::from(2);
+            }
+        }
     }
     let counts = Arc::new(Counts::default());
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();
     for target in &targets {
-        for s in scenarios::registry() {
+        for s in all.iter().cloned() {
             let name = scenario::test_name(&s, &target.binary);
             let na = (s.applies)(&target.caps).err();
             if let Some(reason) = &na {

@@ -145,8 +145,10 @@ async fn suite(
     binaries: Vec<CodexBinary>,
     settings: Settings,
 ) -> anyhow::Result<bool> {
-    let scenarios = args.matrix.scenarios()?;
-    let targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let sources = args.matrix.scenarios()?;
+    let scenarios = sources.scenarios;
+    let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    crate::cli::sources::add_baselines(&mut targets, &sources.baselines)?;
     let jobs = args.matrix.jobs();
     let settings = Arc::new(settings);
     let mut runs: Vec<Vec<runner::Target>> = Vec::new();

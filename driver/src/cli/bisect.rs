@@ -13,9 +13,9 @@ use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::world::Settings;
-use codex_parity::scenarios;
 
 use crate::cli::matrix::settings;
+use crate::cli::sources::{ScenarioSources, add_baselines};
 
 /// How many characters of an observed value a probe line shows.
 const VALUE_WIDTH: usize = 60;
@@ -36,6 +36,9 @@ pub(crate) struct BisectArgs {
     /// Keep each probe's temporary directory (CODEX_HOME, workspace) and print where.
     #[arg(long)]
     keep: bool,
+    /// Scenario files and extra baselines (the scenario may be one of the files).
+    #[command(flatten)]
+    sources: ScenarioSources,
 }
 
 /// `bisect`: 0 when the first changed release was found, 1 when there is no single change
@@ -50,7 +53,8 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
             args.good
         );
     }
-    let scenario = one_scenario(&args.filter)?;
+    let sources = args.sources.load()?;
+    let scenario = one_scenario(sources.scenarios, &args.filter)?;
     let platform = install::current_platform()?;
     eprintln!(
         "codex-parity: listing the releases of {} on npm",
@@ -74,6 +78,7 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
     install::reserve(&cache, &[args.good.clone(), args.bad.clone()]);
     let prober = Prober {
         scenario,
+        baselines: sources.baselines,
         cache,
         settings: Arc::new(settings(args.keep, false)?),
     };
@@ -87,11 +92,8 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The one scenario `filter` selects: an exact name or id, else the only partial match.
-fn one_scenario(filter: &str) -> anyhow::Result<Scenario> {
-    let mut matching: Vec<Scenario> = scenarios::registry()
-        .into_iter()
-        .filter(|s| s.matches(filter))
-        .collect();
+fn one_scenario(all: Vec<Scenario>, filter: &str) -> anyhow::Result<Scenario> {
+    let mut matching: Vec<Scenario> = all.into_iter().filter(|s| s.matches(filter)).collect();
     if let Some(exact) = matching
         .iter()
         .position(|s| s.name == filter || s.id == filter)
@@ -118,6 +120,8 @@ fn one_scenario(filter: &str) -> anyhow::Result<Scenario> {
 /// What one probe needs: the scenario, where releases are installed, the run's settings.
 struct Prober {
     scenario: Scenario,
+    /// The extra baselines (`--baselines`, beside scenario files).
+    baselines: Vec<std::path::PathBuf>,
     cache: Cache,
     settings: Arc<Settings>,
 }
@@ -130,8 +134,9 @@ impl Prober {
             .await
             .with_context(|| format!("installing codex {version} to probe it"))?;
         let installed = started.elapsed();
-        let target = runner::prepare(vec![binary], &Baseline::default_dir())
-            .await?
+        let mut targets = runner::prepare(vec![binary], &Baseline::default_dir()).await?;
+        add_baselines(&mut targets, &self.baselines)?;
+        let target = targets
             .pop()
             .with_context(|| format!("no target prepared for codex {version}"))?;
         let ran = runner::run_scenario(&self.scenario, &target, self.settings.clone()).await;

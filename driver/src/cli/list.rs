@@ -2,12 +2,21 @@
 
 use std::process::ExitCode;
 
-use codex_parity::scenarios::{self, catalogue};
+use codex_parity::scenarios::catalogue;
+
+use crate::cli::sources::ScenarioSources;
 
 /// Prints one line per scenario (id, name, summary), or with `markdown` the catalogue
-/// document that `docs/scenarios.md` holds.
-pub(crate) fn list(markdown: bool) -> ExitCode {
-    let all = scenarios::registry();
+/// document that `docs/scenarios.md` holds; scenario files of `sources` are read and
+/// checked first (exit status 2 on a bad one).
+pub(crate) fn list(markdown: bool, sources: &ScenarioSources) -> ExitCode {
+    let all = match sources.load() {
+        Ok(s) => s.scenarios,
+        Err(e) => {
+            eprintln!("codex-parity: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     if markdown {
         print!("{}", catalogue::markdown(&all));
         return ExitCode::SUCCESS;

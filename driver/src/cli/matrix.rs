@@ -10,7 +10,8 @@ use codex_parity::codex::versions;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use codex_parity::harness::{runner, scenario};
-use codex_parity::scenarios;
+
+use crate::cli::sources::{ScenarioSources, Sources};
 
 /// What `run` and `bench` share: the binaries and the scenarios of the matrix, and how
 /// many run at once.
@@ -38,6 +39,9 @@ pub(crate) struct MatrixArgs {
     /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
     #[arg(long, value_name = "TEXT")]
     pub(crate) filter: Option<String>,
+    /// Scenario files and extra baselines.
+    #[command(flatten)]
+    pub(crate) sources: ScenarioSources,
     /// Scenarios run at once (default: twice the cores, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
@@ -49,16 +53,19 @@ impl MatrixArgs {
         self.jobs.unwrap_or_else(runner::default_jobs)
     }
 
-    /// The scenarios `--filter` selects (all without it); an error when it selects none.
-    pub(crate) fn scenarios(&self) -> anyhow::Result<Vec<scenario::Scenario>> {
-        let mut scenarios = scenarios::registry();
+    /// The scenarios `--filter` selects (all without it), built-in and from files, with
+    /// the extra baselines; an error when it selects none or a scenario file is bad.
+    pub(crate) fn scenarios(&self) -> anyhow::Result<Sources> {
+        let mut sources = self.sources.load()?;
         if let Some(f) = &self.filter {
-            scenarios.retain(|s| s.matches(f));
-            if scenarios.is_empty() {
+            sources
+                .scenarios
+                .retain(|s: &scenario::Scenario| s.matches(f));
+            if sources.scenarios.is_empty() {
                 anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
             }
         }
-        Ok(scenarios)
+        Ok(sources)
     }
 }
 

@@ -9,6 +9,7 @@ mod merge;
 mod run;
 mod schema_diff;
 mod sidecar;
+mod sources;
 mod surface;
 
 use std::path::PathBuf;
@@ -45,6 +46,7 @@ enum Command {
     ///   codex-parity run --compare --transcript-diff  # and in what codex sends the client
     ///   codex-parity run --releases 0.161.0..0.171.0 --every 2   # a sweep over npm releases
     ///   codex-parity run --compare --bless --filter request_shape  # rewrite golden requests (review first)
+    ///   codex-parity run --scenarios my-scenarios --only-files  # your own scenario files (docs/scenario-files.md)
     ///
     /// Exit status: 0 when every applicable scenario passed, 1 when any failed, 2 on a
     /// usage or install error, 130 when stopped by Ctrl-C (SIGINT) and 143 by SIGTERM: the
@@ -103,11 +105,15 @@ enum Command {
     /// List the scenarios with their catalogue ids.
     ///
     /// With --markdown, print the catalogue document instead (docs/scenarios.md is this
-    /// output: `codex-parity list --markdown > docs/scenarios.md`).
+    /// output: `codex-parity list --markdown > docs/scenarios.md`). With --scenarios DIR,
+    /// the scenario files too, after checking them (exit 2 on a bad file, naming it).
     List {
         /// Print the catalogue as Markdown, grouped, with time limits.
         #[arg(long)]
         markdown: bool,
+        /// Scenario files to list too (checked: a bad file exits 2, naming it).
+        #[command(flatten)]
+        sources: sources::ScenarioSources,
     },
     /// Measure what the harness costs and how it holds up (numbers, not pass/fail).
     ///
@@ -239,7 +245,7 @@ impl Cli {
     pub(crate) fn run(self) -> ExitCode {
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
-            Command::List { markdown } => list::list(markdown),
+            Command::List { markdown, sources } => list::list(markdown, &sources),
             Command::Install {
                 versions,
                 compare,

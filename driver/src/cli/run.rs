@@ -18,6 +18,7 @@ use codex_parity::report::{self, Matrix, terminal};
 
 use crate::cli::matrix::{MatrixArgs, binaries_for, settings};
 use crate::cli::merge::show;
+use crate::cli::sources::add_baselines;
 
 /// The arguments of `run`.
 #[derive(Debug, clap::Args)]
@@ -274,6 +275,8 @@ fn golden_transcripts(args: &RunArgs, records: &[Record]) -> bool {
 async fn prepare_run(
     args: &RunArgs,
 ) -> anyhow::Result<(Vec<runner::Target>, Vec<scenario::Scenario>)> {
+    // Scenario files are read and checked before any codex is installed or started.
+    let sources = args.matrix.scenarios()?;
     let binaries = binaries_for(&args.matrix).await?;
     if args.request_diff && binaries.len() < 2 {
         anyhow::bail!(
@@ -286,8 +289,9 @@ async fn prepare_run(
         );
     }
     let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    add_baselines(&mut targets, &sources.baselines)?;
     for target in &mut targets {
         Arc::make_mut(&mut target.baseline).strict = args.strict;
     }
-    Ok((targets, args.matrix.scenarios()?))
+    Ok((targets, sources.scenarios))
 }

@@ -304,6 +304,25 @@ impl Baseline {
         })
     }
 
+    /// Adds the entries of the baselines at `location` (a file, or a directory holding
+    /// `baselines.json`) that apply to this baseline's version: an integrator's own
+    /// baselines beside the built-in ones. A missing file is an error here.
+    pub fn add(&mut self, location: &Path) -> anyhow::Result<()> {
+        let file = if location.is_dir() {
+            location.join(FILE_NAME)
+        } else {
+            location.to_path_buf()
+        };
+        if !file.is_file() {
+            anyhow::bail!("{} does not exist", file.display());
+        }
+        let (_, all) = Baseline::read_all(&file)?;
+        let version = self.codex.clone();
+        self.expected
+            .extend(all.into_iter().filter(|e| e.applies_to(&version)));
+        Ok(())
+    }
+
     /// The entries for `scenario`.
     pub fn entries(&self, scenario: &str) -> impl Iterator<Item = &Expected> {
         self.expected.iter().filter(move |e| e.scenario == scenario)

@@ -2,7 +2,8 @@
 //! ([`outcome`]) and what its worlds reported ([`tally`]), the isolated world
 //! it runs in (sidecar, `CODEX_HOME`, workspace, proxy), the baselines that judge its
 //! drift, the runner that runs scenarios across binaries (or a shard of them), and the
-//! search for the release in which a scenario's outcome changed ([`bisect`]).
+//! search for the release in which a scenario's outcome changed ([`bisect`]), and a
+//! [`session`] on one binary for another crate's tests (the harness as a library).
 
 pub mod baseline;
 pub mod bisect;
@@ -11,6 +12,7 @@ pub mod outcome;
 pub mod proxy;
 pub mod runner;
 pub mod scenario;
+pub mod session;
 pub mod shard;
 pub mod sidecar;
 pub mod tally;

@@ -23,6 +23,9 @@ use tokio::sync::{Mutex, oneshot, watch};
 
 use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 
+/// The environment variable naming the sidecar executable for [`SidecarLauncher::from_env`].
+pub const SIDECAR_ENV: &str = "CODEX_PARITY_SIDECAR";
+
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -42,6 +45,39 @@ impl SidecarLauncher {
             program: program.into(),
             args: vec!["sidecar".into()],
         }
+    }
+
+    /// The sidecar for another crate's tests: `$CODEX_PARITY_SIDECAR` (a
+    /// `codex-parity-sidecar` or a `codex-parity` executable), else the first of
+    /// `codex-parity-sidecar` and `codex-parity` on `PATH` (`cargo install codex-parity`).
+    pub fn from_env() -> anyhow::Result<SidecarLauncher> {
+        let named = std::env::var_os(SIDECAR_ENV).map(PathBuf::from);
+        let on_path = || {
+            ["codex-parity-sidecar", "codex-parity"]
+                .into_iter()
+                .find_map(|name| {
+                    std::env::split_paths(&std::env::var_os("PATH")?)
+                        .map(|dir| dir.join(name))
+                        .find(|p| p.is_file())
+                })
+        };
+        let program = named.or_else(on_path).with_context(|| {
+            format!(
+                "no sidecar: set {SIDECAR_ENV} to a codex-parity-sidecar or codex-parity                  executable, or put one on PATH"
+            )
+        })?;
+        let is_parity = program.file_name().is_some_and(|n| {
+            n.to_string_lossy().starts_with("codex-parity")
+                && !n.to_string_lossy().contains("sidecar")
+        });
+        Ok(if is_parity {
+            SidecarLauncher::codex_parity(program)
+        } else {
+            SidecarLauncher {
+                program,
+                args: Vec::new(),
+            }
+        })
     }
 
     /// The current executable's `sidecar` subcommand (what `codex-parity run` uses).
