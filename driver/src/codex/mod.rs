@@ -6,6 +6,7 @@ pub mod binaries;
 pub mod binary;
 pub mod capabilities;
 pub mod conformance;
+pub mod fingerprint;
 pub mod install;
 pub mod schema;
 pub mod schema_diff;
