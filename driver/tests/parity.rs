@@ -30,7 +30,7 @@ use codex_parity::harness::world::Settings;
 use codex_parity::scenarios;
 use codex_parity::scenarios::setup;
 use codex_parity_sidecar::{Scripted, bodies};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed, FormatSetting, Trial};
 
 /// Checks of the harness itself on the real codex: a scenario that leaves its world wrong
 /// must end `Failed`, with the after-scenario checks (and the baseline judgement) naming
@@ -234,7 +234,18 @@ fn main() -> ExitCode {
     for line in &not_applicable {
         eprintln!("not applicable (reported as ignored, never passed): {line}");
     }
+    // nextest lists with `--list --format terse` and takes each line's text before `: test`
+    // as the name it passes back with `--exact`: no `[kind]` there.
+    let nextest_list = args.list && args.format == Some(FormatSetting::Terse);
+    if nextest_list {
+        trials = trials.into_iter().map(|t| t.with_kind("")).collect();
+    }
+    let listing = args.list;
     let conclusion = libtest_mimic::run(&args, trials);
+    if listing {
+        // A list is all nextest may read on stdout: no summary.
+        return conclusion.exit_code();
+    }
     // Not `N passed, N failed` alone: CI parses that form from libtest's own line.
     let n = |c: &AtomicUsize| c.load(Ordering::SeqCst);
     println!(

@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod fingerprint;
 pub mod install;
 pub mod schema;
+pub mod schema_cache;
 pub mod schema_diff;
 pub mod surface;
 pub mod versions;
