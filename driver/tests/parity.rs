@@ -2,7 +2,10 @@
 //! `scenario_name[codex-0.171.0]`, run against the real `codex app-server`.
 //!
 //! Binaries: `-- --codex-bin PATH` (repeatable), else `CODEX_TEST_BINS` (separated like
-//! `PATH`), else the pinned version, installed on demand. Usual libtest filters work.
+//! `PATH`), else the pinned version, installed on demand. Usual libtest filters work; the
+//! scenarios run [`runner::default_jobs`] at once unless `--test-threads` says otherwise.
+//! It also runs under nextest (`cargo nextest run --features codex-parity`), one process
+//! per test: its terse list names tests as `--exact` takes them back.
 //!
 //! A scenario whose version has baseline entries is marked by its kind: `[B15 contradicts]`
 //! when one of them contradicts the scenario's headline claim, `[E9 drift]` otherwise. Known
@@ -114,7 +117,15 @@ fn kind(s: &Scenario, baseline: &Baseline) -> String {
 
 fn main() -> ExitCode {
     let (bins, rest) = split_args(std::env::args_os());
-    let args = Arguments::from_iter(rest);
+    let mut args = Arguments::from_iter(rest);
+    // Scenarios mostly wait on codex: as many at once as `codex-parity run` runs, unless
+    // `--test-threads` (or RUST_TEST_THREADS) says otherwise.
+    if args.test_threads.is_none() {
+        let from_env = std::env::var("RUST_TEST_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        args.test_threads = Some(from_env.unwrap_or_else(runner::default_jobs));
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

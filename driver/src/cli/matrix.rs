@@ -38,7 +38,7 @@ pub(crate) struct MatrixArgs {
     /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
     #[arg(long, value_name = "TEXT")]
     pub(crate) filter: Option<String>,
-    /// Scenarios run at once (default: twice the cores, as memory allows at 400 MB a world).
+    /// Scenarios run at once (default: four per core, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
 }
