@@ -1,16 +1,19 @@
 //! Worlds seeded from a home template stay isolated, on the real pinned codex: a thread (with
 //! its rollout), a goal and a setting made in one world are invisible in the next world of
-//! the same binary, the template is not changed by a world that used it, and the next
-//! world's home starts as the template and its own `config.toml`, nothing more.
+//! the same binary, the template (in memory and in the cache) is not changed by a world
+//! that used it, and the next world's home starts as the template and its own
+//! `config.toml`, byte for byte, nothing more.
 
 #![cfg(feature = "codex-parity")]
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
 use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::fingerprint;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::harness::baseline::Baseline;
@@ -34,15 +37,12 @@ async fn pinned() -> Target {
 }
 
 /// The files directly in `dir` with their contents.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+fn files(dir: &Path) -> BTreeMap<OsString, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .filter(|e| e.file_type().unwrap().is_file())
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, std::fs::read(e.path()).unwrap())
-        })
+        .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
         .collect()
 }
 
@@ -81,12 +81,14 @@ const SETTING: &str = "model_reasoning_summary";
 async fn what_one_world_makes_is_invisible_in_the_next() {
     let target = pinned().await;
     let has_goals = target.caps.has_method("thread/goal/set");
-    let template = home_template::for_binary(&target.binary)
+    let template = home_template::ensure(&target.binary)
         .await
         .expect("the pinned codex has a home template");
-    let template_files = files(template.dir());
+    let template_files = template.files().clone();
     assert!(
-        template_files.keys().any(|n| n.starts_with("state_")),
+        template_files
+            .keys()
+            .any(|n| n.to_string_lossy().starts_with("state_")),
         "the template lacks the state database: {:?}",
         template_files.keys()
     );
@@ -108,11 +110,12 @@ async fn what_one_world_makes_is_invisible_in_the_next() {
         .unwrap();
     let app = first.start().await.unwrap();
     let seeded = files(&first.home);
-    for name in template_files.keys() {
+    for (name, bytes) in &template_files {
         assert!(
             seeded.contains_key(name),
-            "the first world's home was not seeded with {name}"
+            "the first world's home was not seeded with {name:?}"
         );
+        assert_eq!(seeded[name].len(), bytes.len(), "{name:?} as seeded");
     }
     let (thread, _) = first.start_thread(&app, json!({})).await.unwrap();
     run_turn(
@@ -165,10 +168,19 @@ async fn what_one_world_makes_is_invisible_in_the_next() {
     );
     first.finish().await.unwrap();
     assert_eq!(
-        files(template.dir()),
-        template_files,
+        home_template::ready(&target.binary)
+            .expect("the template")
+            .files(),
+        &template_files,
         "a world changed the template it was seeded from"
     );
+    if let Some(dir) = fingerprint::cache_dir(&target.binary) {
+        let stored: BTreeMap<OsString, Vec<u8>> = files(&dir.join("home-template"));
+        assert_eq!(
+            stored, template_files,
+            "a world changed the template kept in the cache"
+        );
+    }
 
     // The next world: nothing of the first.
     let mut next = World::new(&target.binary, &settings, options(&target), Arc::default())
@@ -176,14 +188,13 @@ async fn what_one_world_makes_is_invisible_in_the_next() {
         .unwrap();
     assert_eq!(tree(&next.home), ["config.toml"], "a new world's home");
     let app = next.spawn().unwrap();
-    let mut expected: Vec<String> = template_files.keys().cloned().collect();
-    expected.push("config.toml".into());
-    expected.sort();
-    let mut before_start: Vec<String> = files(&next.home).into_keys().collect();
-    before_start.sort();
+    let mut expected = template_files.clone();
+    let config = std::fs::read(next.home.join("config.toml")).unwrap();
+    expected.insert("config.toml".into(), config);
     assert_eq!(
-        before_start, expected,
-        "the seeded home before codex starts"
+        files(&next.home),
+        expected,
+        "the seeded home before codex starts: the template and its own config, byte for byte"
     );
     app.initialize(next.options.experimental_api).await.unwrap();
     let listed = app.call("thread/list", json!({})).await.unwrap();

@@ -1,7 +1,9 @@
-//! A codex binary's identity on disk, and the per-binary directory of the cache where what
-//! is derived from a binary alone is kept between runs (its `CODEX_HOME` template, see
-//! `crate::harness::home_template`; its protocol schema, see
-//! [`crate::codex::capabilities`]).
+//! A codex binary's identity on disk, and, for a binary installed in the cache, the
+//! directory next to it where what is derived from the binary alone is kept between runs
+//! (its `CODEX_HOME` template, see `crate::harness::home_template`; its protocol schema, see
+//! [`crate::codex::schema_cache`]). A binary from elsewhere (`--codex-bin`,
+//! `CODEX_TEST_BINS`) has no such directory: nothing is written for it outside the run's
+//! temporary directories, and each process derives what it needs once.
 //!
 //! The key is cheap by design: hashing a 300 MB executable costs more CPU than what the
 //! cache saves in a one-scenario process (nextest runs one process per test). It is a hash of
@@ -45,17 +47,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// `<cache root>/.by-binary/<fingerprint>`: where what is derived from `binary` alone is
-/// kept (not created here). A dot directory: pruning and the cache listing see only
-/// version directories.
-pub fn binary_dir(binary: &CodexBinary) -> anyhow::Result<PathBuf> {
-    let cache = Cache::from_env()?;
-    Ok(by_binary(cache.root()).join(fingerprint(binary)?))
+/// `<cache root>/<version>/derived/<fingerprint>` when `binary` is the cache's binary of its
+/// version (`<cache root>/<version>/codex`), where what is derived from it is kept (not
+/// created here; pruning the release removes it too); `None` for a binary from elsewhere or
+/// when there is no cache.
+pub fn cache_dir(binary: &CodexBinary) -> Option<PathBuf> {
+    cache_dir_in(&Cache::from_env().ok()?, binary)
 }
 
-/// `<root>/.by-binary`.
-fn by_binary(root: &Path) -> PathBuf {
-    root.join(".by-binary")
+/// [`cache_dir`] in `cache`.
+pub fn cache_dir_in(cache: &Cache, binary: &CodexBinary) -> Option<PathBuf> {
+    let installed = cache.binary_path(&binary.version).canonicalize().ok()?;
+    if installed != binary.path.canonicalize().ok()? {
+        return None;
+    }
+    let key = fingerprint(binary).ok()?;
+    Some(derived(&cache.version_dir(&binary.version)).join(key))
+}
+
+/// `<version dir>/derived`.
+fn derived(version_dir: &Path) -> PathBuf {
+    version_dir.join("derived")
 }
 
 #[cfg(test)]
@@ -88,5 +100,38 @@ mod tests {
             ..binary
         };
         assert_ne!(first, fingerprint(&other).unwrap());
+    }
+
+    #[test]
+    fn only_a_binary_installed_in_the_cache_has_a_cache_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().join("cache"));
+        let installed = cache.binary_path("0.1.0");
+        std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+        std::fs::write(&installed, "codex").unwrap();
+        let binary = CodexBinary {
+            path: installed.clone(),
+            version: "0.1.0".into(),
+        };
+        let derived = cache_dir_in(&cache, &binary).unwrap();
+        assert_eq!(
+            derived,
+            cache
+                .version_dir("0.1.0")
+                .join("derived")
+                .join(fingerprint(&binary).unwrap())
+        );
+        let elsewhere = dir.path().join("codex");
+        std::fs::write(&elsewhere, "codex").unwrap();
+        let other = CodexBinary {
+            path: elsewhere,
+            version: "0.1.0".into(),
+        };
+        assert_eq!(cache_dir_in(&cache, &other), None);
+        let mislabelled = CodexBinary {
+            version: "0.2.0".into(),
+            ..binary
+        };
+        assert_eq!(cache_dir_in(&cache, &mislabelled), None);
     }
 }

@@ -1,10 +1,11 @@
-//! A binary's protocol schema, generated once and kept in the cache under the binary's key
-//! ([`crate::codex::fingerprint`]): `<key>/schema/experimental` and `<key>/schema/stable`,
-//! as `generate-json-schema --out` writes them. Every process that reads a binary's
-//! capabilities (each test process of a nextest run, every `codex-parity` command) then
-//! reads two directories instead of running codex twice. The entry appears complete or not
-//! at all (made aside, then renamed); when the cache cannot be written, the schema is
-//! generated into a temporary directory as before.
+//! A binary's protocol schema, generated once and, for a binary installed in the cache, kept
+//! next to it under its key ([`crate::codex::fingerprint::cache_dir`]):
+//! `<key>/schema/experimental` and `<key>/schema/stable`, as `generate-json-schema --out`
+//! writes them. Every process that reads the binary's capabilities (each test process of a
+//! nextest run, every `codex-parity` command) then reads two directories instead of running
+//! codex twice. The entry appears complete or not at all (made aside, then renamed). A
+//! binary from elsewhere, or a cache that cannot be written, gets its schema generated into
+//! a temporary directory, as before.
 
 use std::path::{Path, PathBuf};
 
@@ -28,39 +29,40 @@ pub struct SchemaDirs {
 /// The schema directories of `binary`: from the cache, generated into it when missing, or
 /// (when the cache cannot be used) generated into a temporary directory.
 pub async fn schema_dirs(binary: &CodexBinary) -> anyhow::Result<SchemaDirs> {
-    match cached(binary).await {
-        Ok(dir) => Ok(SchemaDirs {
-            experimental: dir.join("experimental"),
-            stable: dir.join("stable"),
-            _scratch: None,
-        }),
-        Err(e) => {
-            eprintln!(
+    if let Some(parent) = fingerprint::cache_dir(binary) {
+        match cached(binary, &parent).await {
+            Ok(dir) => {
+                return Ok(SchemaDirs {
+                    experimental: dir.join("experimental"),
+                    stable: dir.join("stable"),
+                    _scratch: None,
+                });
+            }
+            Err(e) => eprintln!(
                 "codex-parity: {}: its schema is not cached ({e:#}); generating it",
                 binary.label()
-            );
-            let scratch = tempfile::tempdir().context("creating a directory for the schema")?;
-            let dir = generate_both(binary, scratch.path()).await?;
-            Ok(SchemaDirs {
-                experimental: dir.join("experimental"),
-                stable: dir.join("stable"),
-                _scratch: Some(scratch),
-            })
+            ),
         }
     }
+    let scratch = tempfile::tempdir().context("creating a directory for the schema")?;
+    let dir = generate_both(binary, scratch.path()).await?;
+    Ok(SchemaDirs {
+        experimental: dir.join("experimental"),
+        stable: dir.join("stable"),
+        _scratch: Some(scratch),
+    })
 }
 
-/// `<key>/schema`, generated first when missing.
-async fn cached(binary: &CodexBinary) -> anyhow::Result<PathBuf> {
-    let parent = fingerprint::binary_dir(binary)?;
+/// `parent/schema`, generated first when missing.
+async fn cached(binary: &CodexBinary, parent: &Path) -> anyhow::Result<PathBuf> {
     let dest = parent.join("schema");
     if dest.is_dir() {
         return Ok(dest);
     }
-    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let scratch = tempfile::Builder::new()
         .prefix(".making-schema-")
-        .tempdir_in(&parent)
+        .tempdir_in(parent)
         .with_context(|| format!("creating a scratch directory in {}", parent.display()))?;
     let made = generate_both(binary, scratch.path()).await?;
     // Another process may have won the race: its schema is the same.

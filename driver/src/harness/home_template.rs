@@ -27,14 +27,19 @@
 //! first start is left to codex, whose first start imports them (a template's
 //! `backfill_state` would say that was done).
 //!
-//! The template is made once per binary by an `initialize` in a scratch home whose
-//! provider and proxies point at a closed port (nothing leaves the machine), and kept in
-//! the cache under the binary's key ([`crate::codex::fingerprint`]); the next runs and the
-//! other processes of a nextest run find it there. It appears complete or not at all (made
-//! aside, then renamed). `CODEX_PARITY_FRESH_HOMES=1` turns templates off: every world then
-//! starts from an empty home, as before (for comparisons).
+//! The template is made once per binary and process, after a world's codex has answered
+//! `initialize` (a binary that does not work gets no extra run; the worlds started before
+//! it is ready start from an empty home), by an `initialize` in a scratch home
+//! (a temporary directory, removed once read) whose provider and proxies point at a closed
+//! port (nothing leaves the machine), and held in memory (about 600 KB). For a binary
+//! installed in the cache it is also kept next to the binary, under its key
+//! ([`crate::codex::fingerprint::cache_dir`]), so that the next runs and the other
+//! processes of a nextest run read it instead; it appears there complete or not at all
+//! (written aside, then renamed). `CODEX_PARITY_FRESH_HOMES=1` turns templates off: every
+//! world then starts from an empty home, as before (for comparisons).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,10 +60,10 @@ pub const FRESH_HOMES_ENV: &str = "CODEX_PARITY_FRESH_HOMES";
 /// codex might make while the template is made fails at once instead of leaving.
 const NOWHERE: &str = "http://127.0.0.1:9";
 
-/// The directory of one binary's template (the files [`kept`] of a first-started home).
-#[derive(Debug, Clone)]
+/// One binary's template: the files [`kept`] of a first-started home, by name.
+#[derive(Debug, Clone, Default)]
 pub struct HomeTemplate {
-    dir: PathBuf,
+    files: BTreeMap<OsString, Vec<u8>>,
 }
 
 /// Whether a file of a first-started home goes into the template: the databases and their
@@ -76,25 +81,56 @@ pub fn unstarted(home: &Path) -> bool {
 }
 
 impl HomeTemplate {
-    /// Copies the template's files into `home` (created if missing). The files are copied,
-    /// never linked: codex writes to its databases in place.
+    /// Writes the template's files into `home` (created if missing): copies, each world
+    /// its own (codex writes to its databases in place).
     pub fn seed(&self, home: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(home).with_context(|| format!("creating {}", home.display()))?;
-        let entries = std::fs::read_dir(&self.dir)
-            .with_context(|| format!("listing the home template {}", self.dir.display()))?;
-        for entry in entries {
-            let entry = entry.with_context(|| format!("listing {}", self.dir.display()))?;
-            let to = home.join(entry.file_name());
-            std::fs::copy(entry.path(), &to).with_context(|| {
-                format!("copying {} to {}", entry.path().display(), to.display())
-            })?;
+        for (name, bytes) in &self.files {
+            let to = home.join(name);
+            std::fs::write(&to, bytes).with_context(|| format!("writing {}", to.display()))?;
         }
         Ok(())
     }
 
-    /// The template's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The template's files, by name.
+    pub fn files(&self) -> &BTreeMap<OsString, Vec<u8>> {
+        &self.files
+    }
+
+    /// Reads the [`kept`] regular files of `dir`.
+    fn read(dir: &Path) -> anyhow::Result<HomeTemplate> {
+        let mut files = BTreeMap::new();
+        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let name = entry.file_name();
+            if entry.file_type().is_ok_and(|t| t.is_file()) && kept(&name.to_string_lossy()) {
+                let bytes = std::fs::read(entry.path())
+                    .with_context(|| format!("reading {}", entry.path().display()))?;
+                files.insert(name, bytes);
+            }
+        }
+        Ok(HomeTemplate { files })
+    }
+
+    /// Writes the files into a new directory `dir`, made aside and renamed into place (when
+    /// another process got there first, its template is as good).
+    fn store(&self, dir: &Path) -> anyhow::Result<()> {
+        let parent = dir
+            .parent()
+            .with_context(|| format!("{} has no parent directory", dir.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let staged = tempfile::Builder::new()
+            .prefix(".making-home-template-")
+            .tempdir_in(parent)
+            .with_context(|| format!("creating a directory in {}", parent.display()))?;
+        self.seed(staged.path())?;
+        if let Err(e) = std::fs::rename(staged.path(), dir)
+            && !dir.is_dir()
+        {
+            return Err(e).with_context(|| format!("moving the template to {}", dir.display()));
+        }
+        Ok(())
     }
 }
 
@@ -104,54 +140,87 @@ type Cells = BTreeMap<PathBuf, Arc<OnceCell<Option<HomeTemplate>>>>;
 
 static TEMPLATES: Mutex<Cells> = Mutex::new(BTreeMap::new());
 
-/// The template of `binary`, found in the cache or made now (once per process and binary);
-/// `None` when templates are off ([`FRESH_HOMES_ENV`]) or it could not be made (said once on
-/// stderr): worlds then start from an empty home, which is slower but as hermetic.
-pub async fn for_binary(binary: &CodexBinary) -> Option<HomeTemplate> {
-    if std::env::var_os(FRESH_HOMES_ENV).is_some_and(|v| v == "1") {
-        return None;
-    }
-    let cell = lock(&TEMPLATES)
+/// Whether templates are off ([`FRESH_HOMES_ENV`]).
+fn off() -> bool {
+    std::env::var_os(FRESH_HOMES_ENV).is_some_and(|v| v == "1")
+}
+
+/// The cell of `binary`.
+fn cell(binary: &CodexBinary) -> Arc<OnceCell<Option<HomeTemplate>>> {
+    lock(&TEMPLATES)
         .entry(binary.path.clone())
         .or_default()
-        .clone();
-    cell.get_or_init(|| async {
-        match find_or_make(binary).await {
-            Ok(template) => Some(template),
-            Err(e) => {
-                eprintln!(
-                    "codex-parity: {}: worlds start from an empty CODEX_HOME (no home template: {e:#})",
-                    binary.label()
-                );
-                None
-            }
-        }
-    })
-    .await
-    .clone()
+        .clone()
 }
 
-/// The cached template of `binary`, made first when missing.
-async fn find_or_make(binary: &CodexBinary) -> anyhow::Result<HomeTemplate> {
-    let dir = fingerprint::binary_dir(binary)?.join("home-template");
-    if !dir.is_dir() {
-        make(binary, &dir).await?;
+/// The template of `binary` if there is one already, without waiting: made earlier in this
+/// process, or kept in the cache. `None` when templates are off, not made yet, or could not
+/// be made: the world then starts from an empty home, which is slower but as hermetic.
+pub fn ready(binary: &CodexBinary) -> Option<HomeTemplate> {
+    if off() {
+        return None;
     }
-    Ok(HomeTemplate { dir })
+    let cell = cell(binary);
+    if let Some(known) = cell.get() {
+        return known.clone();
+    }
+    let dir = fingerprint::cache_dir(binary)?.join("home-template");
+    let template = HomeTemplate::read(&dir).ok()?;
+    // Another world may have set it meanwhile: the same files.
+    let _ = cell.set(Some(template.clone()));
+    Some(template)
 }
 
-/// Makes the template of `binary` at `dest`: `initialize` in a scratch home next to it, the
-/// [`kept`] files moved into place by one rename (another process may have won the race:
-/// its template is as good).
-pub async fn make(binary: &CodexBinary, dest: &Path) -> anyhow::Result<()> {
-    let parent = dest
-        .parent()
-        .with_context(|| format!("{} has no parent directory", dest.display()))?;
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+/// The template of `binary`, made now if this process has none yet (once per process and
+/// binary; concurrent callers wait for the one making it). Called once a world's codex has
+/// answered `initialize`: a codex that never does (a broken binary, a test's fake) gets no
+/// template run. `None` when templates are off or it could not be made (said once on stderr).
+pub async fn ensure(binary: &CodexBinary) -> Option<HomeTemplate> {
+    if off() {
+        return None;
+    }
+    if let Some(template) = ready(binary) {
+        return Some(template);
+    }
+    cell(binary)
+        .get_or_init(|| async {
+            match make_and_keep(binary).await {
+                Ok(template) => Some(template),
+                Err(e) => {
+                    eprintln!(
+                        "codex-parity: {}: worlds start from an empty CODEX_HOME (no home template: {e:#})",
+                        binary.label()
+                    );
+                    None
+                }
+            }
+        })
+        .await
+        .clone()
+}
+
+/// Makes the template of `binary`, and keeps it in the cache when the binary is installed
+/// there.
+async fn make_and_keep(binary: &CodexBinary) -> anyhow::Result<HomeTemplate> {
+    let template = make(binary).await?;
+    if let Some(dir) = fingerprint::cache_dir(binary).map(|d| d.join("home-template"))
+        && let Err(e) = template.store(&dir)
+    {
+        eprintln!(
+            "codex-parity: {}: the home template is not cached: {e:#}",
+            binary.label()
+        );
+    }
+    Ok(template)
+}
+
+/// Makes the template of `binary`: `initialize` in a scratch home, then the [`kept`] files
+/// read from it; the scratch directory is removed.
+pub async fn make(binary: &CodexBinary) -> anyhow::Result<HomeTemplate> {
     let scratch = tempfile::Builder::new()
-        .prefix(".making-home-template-")
-        .tempdir_in(parent)
-        .with_context(|| format!("creating a scratch directory in {}", parent.display()))?;
+        .prefix("codex-parity-home-template-")
+        .tempdir()
+        .context("creating a scratch directory for the home template")?;
     let root = scratch.path();
     let (home, workspace) = (root.join("codex-home"), root.join("workspace"));
     for d in [
@@ -187,27 +256,15 @@ pub async fn make(binary: &CodexBinary, dest: &Path) -> anyhow::Result<()> {
         "codex did not exit cleanly after initialize ({})",
         exit.map_or_else(|| "still running".to_string(), |e| e.to_string())
     );
-    let staged = root.join("template");
-    std::fs::create_dir(&staged).with_context(|| format!("creating {}", staged.display()))?;
-    let mut databases = 0;
-    for entry in std::fs::read_dir(&home).with_context(|| format!("listing {}", home.display()))? {
-        let entry = entry.with_context(|| format!("listing {}", home.display()))?;
-        let name = entry.file_name();
-        if entry.file_type().is_ok_and(|t| t.is_file()) && kept(&name.to_string_lossy()) {
-            std::fs::copy(entry.path(), staged.join(&name))
-                .with_context(|| format!("copying {}", entry.path().display()))?;
-            databases += usize::from(name.to_string_lossy().ends_with(".sqlite"));
-        }
-    }
-    if databases == 0 {
+    let template = HomeTemplate::read(&home)?;
+    if !template
+        .files
+        .keys()
+        .any(|n| n.to_string_lossy().ends_with(".sqlite"))
+    {
         bail!("codex wrote no database on its first start: nothing to gain from a template");
     }
-    if let Err(e) = std::fs::rename(&staged, dest)
-        && !dest.is_dir()
-    {
-        return Err(e).with_context(|| format!("moving the template to {}", dest.display()));
-    }
-    Ok(())
+    Ok(template)
 }
 
 #[cfg(test)]
@@ -245,18 +302,34 @@ mod tests {
     }
 
     #[test]
-    fn seeding_copies_so_the_template_stays_as_it_was() {
+    fn a_stored_template_reads_back_with_only_the_kept_files() {
         let dir = tempfile::tempdir().unwrap();
-        let template = HomeTemplate {
-            dir: dir.path().join("template"),
-        };
-        std::fs::create_dir(template.dir()).unwrap();
-        std::fs::write(template.dir().join("state_5.sqlite"), "schema").unwrap();
+        let made = dir.path().join("made");
+        std::fs::create_dir(&made).unwrap();
+        for (name, text) in [
+            ("state_5.sqlite", "schema"),
+            ("state_5.sqlite-wal", "migrations"),
+            ("installation_id", "id"),
+            ("logs_2.sqlite", "logs"),
+        ] {
+            std::fs::write(made.join(name), text).unwrap();
+        }
+        let template = HomeTemplate::read(&made).unwrap();
+        let names: Vec<_> = template.files().keys().cloned().collect();
+        assert_eq!(names, ["state_5.sqlite", "state_5.sqlite-wal"]);
+        let stored = dir.path().join("cache").join("home-template");
+        template.store(&stored).unwrap();
+        assert_eq!(
+            HomeTemplate::read(&stored).unwrap().files(),
+            template.files()
+        );
+        // A second store (another process won the race) keeps the first.
+        template.store(&stored).unwrap();
         let home = dir.path().join("home");
         template.seed(&home).unwrap();
         std::fs::write(home.join("state_5.sqlite"), "schema and a thread").unwrap();
         assert_eq!(
-            std::fs::read_to_string(template.dir().join("state_5.sqlite")).unwrap(),
+            std::fs::read_to_string(stored.join("state_5.sqlite")).unwrap(),
             "schema"
         );
     }

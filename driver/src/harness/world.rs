@@ -228,7 +228,7 @@ impl World {
         ] {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
-        let template = home_template::for_binary(binary).await;
+        let template = home_template::ready(binary);
         let sidecar = Sidecar::start(&settings.sidecar).await?;
         tally.watch_sidecar(sidecar.health());
         let proxy = RecordingProxy::start().await?;
@@ -350,6 +350,10 @@ impl World {
                         .unwrap_or_default()
                 )
             })?;
+        if self.template.is_none() {
+            // This codex works: the next worlds (and homes of this one) can be seeded.
+            self.template = home_template::ensure(&self.binary).await;
+        }
         Ok(server)
     }
 
