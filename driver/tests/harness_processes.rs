@@ -111,8 +111,9 @@ fn keep_leaves_the_world_for_inspection_and_no_process() {
         "run",
         "--codex-bin",
         codex,
+        // A1 alone: the name also matches its WebSocket twin (F2), a second world.
         "--filter",
-        "smoke_uses_mock_responses",
+        "A1",
         "--keep",
     ]);
     let all = support::text(&output);
