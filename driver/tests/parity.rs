@@ -2,7 +2,10 @@
 //! `scenario_name[codex-0.171.0]`, run against the real `codex app-server`.
 //!
 //! Binaries: `-- --codex-bin PATH` (repeatable), else `CODEX_TEST_BINS` (separated like
-//! `PATH`), else the pinned version, installed on demand. Usual libtest filters work.
+//! `PATH`), else the pinned version, installed on demand. Usual libtest filters work; the
+//! scenarios run [`runner::default_jobs`] at once unless `--test-threads` says otherwise.
+//! It also runs under nextest (`cargo nextest run --features codex-parity`), one process
+//! per test: its terse list names tests as `--exact` takes them back.
 //!
 //! A scenario whose version has baseline entries is marked by its kind: `[B15 contradicts]`
 //! when one of them contradicts the scenario's headline claim, `[E9 drift]` otherwise. Known
@@ -35,7 +38,7 @@ use codex_parity::harness::world::Settings;
 use codex_parity::scenarios;
 use codex_parity::scenarios::{scenario_file, setup};
 use codex_parity_sidecar::{Scripted, bodies};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed, FormatSetting, Trial};
 
 /// Checks of the harness itself on the real codex: a scenario that leaves its world wrong
 /// must end `Failed`, with the after-scenario checks (and the baseline judgement) naming
@@ -119,7 +122,15 @@ fn kind(s: &Scenario, baseline: &Baseline) -> String {
 
 fn main() -> ExitCode {
     let (bins, rest) = split_args(std::env::args_os());
-    let args = Arguments::from_iter(rest);
+    let mut args = Arguments::from_iter(rest);
+    // Scenarios mostly wait on codex: as many at once as `codex-parity run` runs, unless
+    // `--test-threads` (or RUST_TEST_THREADS) says otherwise.
+    if args.test_threads.is_none() {
+        let from_env = std::env::var("RUST_TEST_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        args.test_threads = Some(from_env.unwrap_or_else(runner::default_jobs));
+    }
     let mut all = scenarios::registry();
     let builtins: Vec<&str> = all.iter().map(|s| s.name).collect();
     let files = match scenario_file::load_dirs(&scenario_file::dirs_from_env(), &builtins) {
@@ -259,7 +270,18 @@ fn main() -> ExitCode {
     for line in &not_applicable {
         eprintln!("not applicable (reported as ignored, never passed): {line}");
     }
+    // nextest lists with `--list --format terse` and takes each line's text before `: test`
+    // as the name it passes back with `--exact`: no `[kind]` there.
+    let nextest_list = args.list && args.format == Some(FormatSetting::Terse);
+    if nextest_list {
+        trials = trials.into_iter().map(|t| t.with_kind("")).collect();
+    }
+    let listing = args.list;
     let conclusion = libtest_mimic::run(&args, trials);
+    if listing {
+        // A list is all nextest may read on stdout: no summary.
+        return conclusion.exit_code();
+    }
     // Not `N passed, N failed` alone: CI parses that form from libtest's own line.
     let n = |c: &AtomicUsize| c.load(Ordering::SeqCst);
     println!(

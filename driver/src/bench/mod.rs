@@ -4,6 +4,7 @@
 //! one app-server and one sidecar ([`soak`]); and the sidecar under HTTP load against a
 //! bare server ([`load`]).
 
+pub mod cpu;
 pub mod load;
 pub mod soak;
 
@@ -66,6 +67,11 @@ pub struct SuiteRun {
     pub labels: Vec<String>,
     /// Wall time.
     pub wall: Duration,
+    /// CPU time (user + system) of this process and every process of the run; `None`
+    /// where it cannot be read (see [`cpu`]).
+    pub cpu: Option<Duration>,
+    /// Scenario runs that ran (not applicable ones left out).
+    pub ran: usize,
     /// Runs per outcome word (`pass`, `drift`, `FAIL`, `n/a`).
     pub counts: Vec<(&'static str, usize)>,
 }
@@ -78,8 +84,12 @@ pub async fn suite(
     jobs: usize,
 ) -> SuiteRun {
     let started = Instant::now();
+    let cpu_before = cpu::CpuTimes::now();
     let records = runner::run_all(targets, scenarios, settings, jobs, Arc::new(|_| {})).await;
     let wall = started.elapsed();
+    let cpu = cpu::CpuTimes::now()
+        .zip(cpu_before)
+        .map(|(after, before)| after.since(&before).total());
     let counts = ["pass", "drift", "FAIL", "n/a"]
         .into_iter()
         .map(|w| (w, records.iter().filter(|r| r.outcome.word() == w).count()))
@@ -97,7 +107,25 @@ pub async fn suite(
     SuiteRun {
         labels: targets.iter().map(|t| t.binary.label()).collect(),
         wall,
+        cpu,
+        ran: records
+            .iter()
+            .filter(|r| !matches!(r.outcome, Outcome::NotApplicable(_)))
+            .count(),
         counts,
+    }
+}
+
+impl SuiteRun {
+    /// The CPU-bound limit of the run on `cores`: its CPU time spread over every core.
+    pub fn cpu_bound(&self, cores: usize) -> Option<Duration> {
+        self.cpu.map(|cpu| cpu.div_f64(cores.max(1) as f64))
+    }
+
+    /// Wall time over the CPU-bound limit on `cores` (1.0: every core busy all along).
+    pub fn ratio_to_cpu_bound(&self, cores: usize) -> Option<f64> {
+        let limit = self.cpu_bound(cores)?;
+        (!limit.is_zero()).then(|| self.wall.as_secs_f64() / limit.as_secs_f64())
     }
 }
 

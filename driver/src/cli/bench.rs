@@ -168,6 +168,19 @@ async fn suite(
             r.wall.as_secs_f64(),
             counts.join(", ")
         );
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let (Some(cpu), Some(limit), Some(ratio)) =
+            (r.cpu, r.cpu_bound(cores), r.ratio_to_cpu_bound(cores))
+        {
+            println!(
+                "  CPU (user + sys, all processes): {:.1} s, {:.3} s per scenario run ({}); \
+                 CPU-bound limit on {cores} cores {:.1} s; wall / limit {ratio:.2}",
+                cpu.as_secs_f64(),
+                cpu.as_secs_f64() / r.ran.max(1) as f64,
+                r.ran,
+                limit.as_secs_f64(),
+            );
+        }
         passed &= !r.counts.iter().any(|(w, n)| *w == "FAIL" && *n > 0);
         if r.labels.len() == 1 {
             single.push(r.wall);

@@ -42,7 +42,7 @@ pub(crate) struct MatrixArgs {
     /// Scenario files and extra baselines.
     #[command(flatten)]
     pub(crate) sources: ScenarioSources,
-    /// Scenarios run at once (default: twice the cores, as memory allows at 400 MB a world).
+    /// Scenarios run at once (default: four per core, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
 }

@@ -120,7 +120,9 @@ enum Command {
     /// Pick any of the measures; with none, --overhead and --suite run:
     ///   --overhead  median world set-up and teardown (ours) against codex spawn->initialize
     ///   --suite     wall time of the suite on each binary alone, then on all of them
-    ///               together, with --jobs (how it grows from 1 to N versions)
+    ///               together, with --jobs (how it grows from 1 to N versions); each with
+    ///               its total CPU (user + sys of every process) and the ratio of the wall
+    ///               time to the CPU-bound limit (CPU / cores)
     ///   --soak      --turns consecutive turns on one thread, then --threads threads running
     ///               turns at once in one app-server, against one sidecar: every request
     ///               captured once (none lost or duplicated), sidecar memory sampled

@@ -11,7 +11,8 @@ use anyhow::Context;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::conformance::Conformance;
-use crate::codex::schema::{self, Schema, TypeDef};
+use crate::codex::schema::{Schema, TypeDef};
+use crate::codex::schema_cache;
 
 /// The protocol surface of one codex binary.
 #[derive(Debug, Clone, Default)]
@@ -34,16 +35,17 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Reads the schema of `binary` (two runs of `generate-json-schema`, well under a second).
+    /// Reads the schema of `binary` (two runs of `generate-json-schema`, well under a second,
+    /// the first time; then from the cache, see [`crate::codex::schema_cache`]).
     pub async fn detect(binary: &CodexBinary) -> anyhow::Result<Capabilities> {
-        let dir = tempfile::tempdir().context("creating a directory for the schema")?;
-        let out = dir.path().join("schema");
-        schema::generate(binary, &out, true).await?;
-        let experimental = Schema::read(&out)
-            .with_context(|| format!("{}: reading its schema", binary.label()))?;
-        let stable = Schema::generate(binary, false).await?;
+        let dirs = schema_cache::schema_dirs(binary).await?;
+        let read = |dir: &std::path::Path| {
+            Schema::read(dir).with_context(|| format!("{}: reading its schema", binary.label()))
+        };
+        let experimental = read(&dirs.experimental)?;
+        let stable = read(&dirs.stable)?;
         let mut caps = Capabilities::from_schemas(experimental, &stable);
-        match Conformance::read(&out) {
+        match Conformance::read(&dirs.experimental) {
             Ok(c) => caps.conformance = Some(Arc::new(c)),
             Err(e) => eprintln!(
                 "codex-parity: {}: what it sends is not checked against its schema: {e:#}",

@@ -7,7 +7,9 @@
 
 pub mod baseline;
 pub mod bisect;
+pub mod codex_env;
 pub mod conformance;
+pub mod home_template;
 pub mod outcome;
 pub mod proxy;
 pub mod runner;

@@ -59,15 +59,21 @@ pub async fn prepare(
 /// the sidecar about 14 MB.
 const WORLD_MEMORY: u64 = 400 * 1024 * 1024;
 
-/// The default number of scenarios run at once: twice the cores (a world mostly waits on
-/// codex's round trips and retry backoffs, so more worlds than cores keep the cores busy),
-/// but no more than the available memory holds at [`WORLD_MEMORY`] each, and at least 1.
+/// Worlds per core by default. Measured with `bench --suite` on 0.171.0, 2 cores: a
+/// scenario's wall time is about six times its CPU time (it waits on codex's round trips,
+/// retry backoffs and timeouts), so the suite took 41 s at 2 jobs per core, 25-32 s at 4,
+/// 23-29 s at 6 and 8, with the same results and the same CPU (about 31 s in all).
+const JOBS_PER_CORE: usize = 4;
+
+/// The default number of scenarios run at once: [`JOBS_PER_CORE`] per core (a world mostly
+/// waits, so more worlds than cores keep the cores busy), but no more than the available
+/// memory holds at [`WORLD_MEMORY`] each, and at least 1.
 pub fn default_jobs() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let by_memory = available_memory().map_or(usize::MAX, |bytes| {
         usize::try_from(bytes / WORLD_MEMORY).unwrap_or(usize::MAX)
     });
-    (2 * cores).min(by_memory).max(1)
+    (JOBS_PER_CORE * cores).min(by_memory).max(1)
 }
 
 /// `MemAvailable` of `/proc/meminfo` in bytes, where the system has it.
@@ -360,17 +366,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_jobs_is_twice_the_cores_within_memory() {
+    fn default_jobs_is_some_per_core_within_memory() {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let jobs = default_jobs();
         assert!(
-            jobs >= 1 && jobs <= 2 * cores,
+            jobs >= 1 && jobs <= JOBS_PER_CORE * cores,
             "{jobs} jobs on {cores} cores"
         );
         if let Some(bytes) = available_memory() {
             assert!(bytes > 0);
             let fit = (bytes / WORLD_MEMORY) as usize;
-            assert_eq!(jobs, (2 * cores).min(fit).max(1));
+            assert_eq!(jobs, (JOBS_PER_CORE * cores).min(fit).max(1));
         }
     }
 }

@@ -5,7 +5,6 @@
 //! `turn/completed` per turn, no unexpected turn).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,12 +17,14 @@ use serde_json::json;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::{Drift, pairing_kind};
+use crate::harness::codex_env::codex_env;
+use crate::harness::home_template::{self, HomeTemplate};
 use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 use crate::harness::tally::{Connection, Tally};
 
 /// The API key codex sends to the mock (`authorization: Bearer ...`).
-pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
+pub use crate::harness::codex_env::MOCK_API_KEY;
 
 /// The model configured for the mock provider.
 pub use crate::app_server::turn::MOCK_MODEL;
@@ -140,6 +141,8 @@ pub struct World {
     servers: Vec<Arc<AppServer>>,
     tally: Arc<Tally>,
     cleanup: Cleanup,
+    /// The binary's home template, copied into a home before codex first starts in it.
+    template: Option<HomeTemplate>,
 }
 
 /// The world's directory and the codex processes that write into it: on drop the
@@ -229,6 +232,7 @@ impl World {
         ] {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
+        let template = home_template::ready(binary);
         let sidecar = Sidecar::start(&settings.sidecar).await?;
         tally.watch_sidecar(sidecar.health());
         let proxy = RecordingProxy::start().await?;
@@ -249,6 +253,7 @@ impl World {
                 root: root.clone(),
             },
             tally,
+            template,
         };
         world.write_config(&world.home)?;
         if settings.keep {
@@ -295,34 +300,10 @@ impl World {
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     }
 
-    /// The command that starts `codex app-server` in this world: cleaned environment (no
-    /// `OPENAI_*` or `CODEX_*` of the caller), `HOME` and `TMPDIR` inside the world, the
-    /// proxy set. A temporary directory of its own keeps what codex stages under it (the
-    /// sandbox's mount targets and their lock) from being shared with concurrent worlds.
+    /// The command that starts `codex app-server` in this world, in the environment of
+    /// [`codex_env`] (cleaned, `HOME` and `TMPDIR` inside the world, the proxy set).
     pub fn command(&self, home: &Path, cwd: &Path) -> AppServerCommand {
-        let mut env: Vec<(OsString, OsString)> = Vec::new();
-        if let Some(path) = std::env::var_os("PATH") {
-            env.push(("PATH".into(), path));
-        }
-        env.push(("HOME".into(), self.root.join("user-home").into()));
-        env.push(("TMPDIR".into(), self.root.join("tmp").into()));
-        env.push(("CODEX_HOME".into(), home.into()));
-        env.push(("MOCK_API_KEY".into(), MOCK_API_KEY.into()));
-        env.push(("RUST_LOG".into(), "warn".into()));
-        env.push(("LANG".into(), "C.UTF-8".into()));
-        for var in [
-            "HTTPS_PROXY",
-            "HTTP_PROXY",
-            "ALL_PROXY",
-            "https_proxy",
-            "http_proxy",
-            "all_proxy",
-        ] {
-            env.push((var.into(), self.proxy.url().into()));
-        }
-        for var in ["NO_PROXY", "no_proxy"] {
-            env.push((var.into(), "127.0.0.1,localhost".into()));
-        }
+        let env = codex_env(&self.root, home, self.proxy.url());
         let mut args = vec!["--disable".to_string(), "plugins".to_string()];
         args.extend(self.options.extra_args.iter().cloned());
         AppServerCommand {
@@ -340,8 +321,15 @@ impl World {
         self.spawn_in(&home, &cwd)
     }
 
-    /// Starts an app-server with another home or cwd (e.g. a resume in a cloned home).
+    /// Starts an app-server with another home or cwd (e.g. a resume in a cloned home). A
+    /// home codex has not started in and that holds only `config.toml` is first seeded from
+    /// the binary's template (see [`crate::harness::home_template`]).
     pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
+        if let Some(template) = &self.template
+            && home_template::unstarted(home)
+        {
+            template.seed(home)?;
+        }
         let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
         self.servers.push(server.clone());
         self.cleanup.servers.push(server.clone());
@@ -366,6 +354,10 @@ impl World {
                         .unwrap_or_default()
                 )
             })?;
+        if self.template.is_none() {
+            // This codex works: the next worlds (and homes of this one) can be seeded.
+            self.template = home_template::ensure(&self.binary).await;
+        }
         Ok(server)
     }
 
