@@ -180,11 +180,15 @@ const PROJECT_FILES: [&str; 3] = [".codex", "AGENTS.md", "AGENTS.override.md"];
 
 /// Fails when a directory above the world's `root` holds one of [`PROJECT_FILES`]: codex,
 /// started in the world's workspace, would read it, and the world would not be hermetic.
+/// An empty `.codex` directory is not configuration: codex's Linux sandbox makes one, for as
+/// long as a sandboxed command runs, in every writable root it protects (`/tmp` among them:
+/// bwrap mounts a read-only tmpfs on `/tmp/.codex` and removes the mount point after), so
+/// concurrent worlds see it come and go.
 fn outside_config(root: &std::path::Path) -> anyhow::Result<()> {
     for dir in root.ancestors().skip(1) {
         for name in PROJECT_FILES {
             let found = dir.join(name);
-            if found.exists() {
+            if found.exists() && !is_empty_dir(&found) {
                 bail!(
                     "{} exists above the scenario's directory {}: codex would read it as \
                      project configuration and the run would not be hermetic; remove it, or \
@@ -196,6 +200,14 @@ fn outside_config(root: &std::path::Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `path` is a directory with nothing in it (or gone by the time it is read).
+fn is_empty_dir(path: &std::path::Path) -> bool {
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 impl World {
@@ -503,11 +515,15 @@ mod tests {
         let top = tempfile::tempdir().unwrap();
         let world = top.path().join("a").join("world");
         std::fs::create_dir_all(&world).unwrap();
-        std::fs::create_dir(top.path().join("a").join(".codex")).unwrap();
+        let codex = top.path().join("a").join(".codex");
+        std::fs::create_dir(&codex).unwrap();
+        // Empty, as the sandbox's mount point of a concurrent world's command: no config.
+        outside_config(&world).unwrap();
+        std::fs::write(codex.join("config.toml"), "model = \"x\"").unwrap();
         let err = outside_config(&world).unwrap_err().to_string();
         assert!(err.contains("/a/.codex exists above"), "{err}");
         assert!(err.contains("set TMPDIR"), "{err}");
-        std::fs::remove_dir(top.path().join("a").join(".codex")).unwrap();
+        std::fs::remove_dir_all(&codex).unwrap();
         std::fs::write(top.path().join("AGENTS.md"), "be nice").unwrap();
         let err = outside_config(&world).unwrap_err().to_string();
         assert!(err.contains("AGENTS.md exists above"), "{err}");

@@ -256,14 +256,19 @@ async fn web_search(ctx: &Ctx) -> anyhow::Result<()> {
 async fn command_exec(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, _thread) = setup(ctx, Vec::new()).await?;
     let cursor = app.cursor();
+    // A cwd inside the world: codex's sandbox makes a `.codex` mount point in the directory a
+    // command runs in, and one in /tmp would be seen by every other world (outside_config).
+    let sub = world.workspace.join("sub");
+    std::fs::create_dir(&sub).context("creating the workspace's sub directory")?;
+    let sub = sub.to_string_lossy().to_string();
     let cases = [
         (
             json!({"command": ["bash", "-c", "echo out; echo err >&2; exit 3"]}),
             json!({"exitCode": 3, "stdout": "out\n", "stderr": "err\n"}),
         ),
         (
-            json!({"command": ["pwd"], "cwd": "/tmp"}),
-            json!({"exitCode": 0, "stdout": "/tmp\n", "stderr": ""}),
+            json!({"command": ["pwd"], "cwd": sub}),
+            json!({"exitCode": 0, "stdout": format!("{sub}\n"), "stderr": ""}),
         ),
         (
             json!({"command": ["sleep", "5"], "timeoutMs": 300}),
