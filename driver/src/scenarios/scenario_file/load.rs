@@ -222,8 +222,9 @@ fn parse_step(
         return Err(source.error_at(
             span.start,
             format!(
-                "expected a step kind, do = one of {}, found none",
-                STEP_KINDS.join(", ")
+                "expected a step kind, do = one of {}, found none{}",
+                STEP_KINDS.join(", "),
+                keys_found(table)
             ),
         ));
     }
@@ -241,14 +242,25 @@ fn parse_check(
         return Err(source.error_at(
             span.start,
             format!(
-                "expected what the check is on, on = one of {}, found none",
-                CHECK_KINDS.join(", ")
+                "expected what the check is on, on = one of {}, found none{}",
+                CHECK_KINDS.join(", "),
+                keys_found(table)
             ),
         ));
     }
     toml::Value::Table(table.clone())
         .try_into::<Check>()
         .map_err(|e| item_error(source, span, "check", e.message()))
+}
+
+/// The keys a table without its kind has, for the error (a misspelt `do` or `on` shows).
+fn keys_found(table: &toml::Table) -> String {
+    if table.is_empty() {
+        String::new()
+    } else {
+        let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+        format!(" (its keys: {})", keys.join(", "))
+    }
 }
 
 /// The kinds of step, as `do = "…"` names them.
@@ -631,6 +643,12 @@ mod tests {
         assert!(
             e[0].contains("expected a step kind, do = one of request, turn"),
             "{e:?}"
+        );
+        assert!(e[0].ends_with("found none (its keys: input)"), "{e:?}");
+        let e = errors("[[check]]\nkind = \"notification\"\n");
+        assert!(
+            e[0].ends_with("found none (its keys: kind)"),
+            "a misspelt `on` shows: {e:?}"
         );
         let e = errors("[[step]]\ndo = \"turn\"\ninput = \"hi\"\nwait_for = 1\n");
         assert!(
