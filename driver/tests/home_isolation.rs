@@ -6,35 +6,21 @@
 
 #![cfg(feature = "codex-parity")]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
 use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
-use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::fingerprint;
-use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baseline;
 use codex_parity::harness::home_template;
-use codex_parity::harness::runner::{self, Target};
+use codex_parity::harness::runner::Target;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::{Settings, World, WorldOptions};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
-
-async fn pinned() -> Target {
-    let pinned = versions::load().unwrap().pinned;
-    let binary: CodexBinary =
-        binaries::resolve_spec(&pinned, &Cache::from_env().unwrap(), &StderrProgress::new())
-            .await
-            .unwrap();
-    runner::prepare(vec![binary], &Baseline::default_dir())
-        .await
-        .unwrap()
-        .remove(0)
-}
 
 /// The files directly in `dir` with their contents.
 fn files(dir: &Path) -> BTreeMap<OsString, Vec<u8>> {
@@ -79,7 +65,7 @@ const SETTING: &str = "model_reasoning_summary";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_one_world_makes_is_invisible_in_the_next() {
-    let target = pinned().await;
+    let target = support::pinned_target().await;
     let has_goals = target.caps.has_method("thread/goal/set");
     let template = home_template::ensure(&target.binary)
         .await

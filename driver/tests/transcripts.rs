@@ -5,10 +5,12 @@
 
 #![cfg(feature = "codex-parity")]
 
+mod support;
+
 use std::sync::Arc;
 
 use codex_parity::app_server::transcript::SentKind;
-use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::binaries::{self};
 use codex_parity::codex::conformance::{Direction, Verdict};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
@@ -30,18 +32,6 @@ const SCENARIOS: &[&str] = &[
     "approval_file_change_decline",
 ];
 
-async fn pinned() -> Target {
-    let pinned = versions::load().unwrap().pinned;
-    let binary: CodexBinary =
-        binaries::resolve_spec(&pinned, &Cache::from_env().unwrap(), &StderrProgress::new())
-            .await
-            .unwrap();
-    let mut targets = runner::prepare(vec![binary], &Baseline::default_dir())
-        .await
-        .unwrap();
-    targets.remove(0)
-}
-
 async fn run(target: &Target, name: &str) -> Ran {
     let scenario = registry::registry()
         .into_iter()
@@ -56,7 +46,7 @@ async fn run(target: &Target, name: &str) -> Ran {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transcripts_validate_or_drift_and_normalise_stably() {
-    let target = pinned().await;
+    let target = support::pinned_target().await;
     assert!(
         target.caps.conformance.is_some(),
         "the pinned codex's schema compiles"
@@ -100,7 +90,7 @@ async fn transcripts_validate_or_drift_and_normalise_stably() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_schema_rejects_a_renamed_or_retyped_field() {
-    let target = pinned().await;
+    let target = support::pinned_target().await;
     let conformance = target.caps.conformance.clone().expect("compiled");
     let ran = run(&target, "streaming_deltas").await;
     let completed = ran
@@ -137,7 +127,7 @@ async fn the_real_schema_rejects_a_renamed_or_retyped_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_transcripts_match_on_the_pinned_version() {
     use codex_parity::drift::golden_transcript::{self, Compared};
-    let target = pinned().await;
+    let target = support::pinned_target().await;
     let dir = golden_transcript::default_dir();
     for name in golden_transcript::SCENARIOS {
         let ran = run(&target, name).await;

@@ -26,6 +26,12 @@ impl AppServer {
             .await
     }
 
+    /// `thread/read {threadId, ...extra}` (e.g. `includeTurns`).
+    pub async fn thread_read(&self, thread_id: &str, extra: Value) -> Result<Value, CallError> {
+        self.call("thread/read", with(json!({"threadId": thread_id}), extra))
+            .await
+    }
+
     /// `thread/fork {threadId, ...extra}`.
     pub async fn thread_fork(&self, thread_id: &str, extra: Value) -> Result<Value, CallError> {
         self.call("thread/fork", with(json!({"threadId": thread_id}), extra))

@@ -60,6 +60,16 @@ pub struct Sent {
 }
 
 impl Sent {
+    /// A message without extra top-level fields.
+    pub fn new(kind: SentKind, method: impl Into<String>, payload: Value) -> Sent {
+        Sent {
+            kind,
+            method: method.into(),
+            payload,
+            extra: Map::new(),
+        }
+    }
+
     /// The message as a transcript entry: `{"type", "method", "result"|"error"|"params"}`,
     /// plus `extra` when there is any. Ids are left out: they number the client's calls.
     pub fn to_json(&self) -> Value {
@@ -119,12 +129,7 @@ mod tests {
         assert_eq!(value["type"], "notification");
         assert_eq!(value["params"]["turn"]["id"], "t");
         assert_eq!(Sent::from_json(&value), Some(sent));
-        let answer = Sent {
-            kind: SentKind::Response,
-            method: "thread/start".into(),
-            payload: json!({}),
-            extra: Map::new(),
-        };
+        let answer = Sent::new(SentKind::Response, "thread/start", json!({}));
         assert_eq!(
             answer.to_json(),
             json!({"type": "response", "method": "thread/start", "result": {}})

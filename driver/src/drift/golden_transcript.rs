@@ -163,19 +163,18 @@ pub fn bless(dir: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
 mod tests {
     use std::time::Duration;
 
-    use serde_json::{Map, json};
+    use serde_json::json;
 
     use super::*;
     use crate::app_server::transcript::{Sent, SentKind};
     use crate::harness::tally::Connection;
 
     fn record(status: &str) -> Record {
-        let message = Sent {
-            kind: SentKind::Notification,
-            method: "turn/completed".into(),
-            payload: json!({"turn": {"status": status}}),
-            extra: Map::new(),
-        };
+        let message = Sent::new(
+            SentKind::Notification,
+            "turn/completed",
+            json!({"turn": {"status": status}}),
+        );
         Record {
             scenario: "streaming_deltas",
             id: "A2",

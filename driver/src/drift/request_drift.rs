@@ -27,10 +27,33 @@ pub fn oldest_first(binaries: &[CodexBinary]) -> Vec<CodexBinary> {
 
 /// The report: one block per scenario, one section per pair of consecutive versions.
 pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
-    let order = oldest_first(binaries);
-    let labels: Vec<String> = order.iter().map(CodexBinary::label).collect();
+    let not_compared = |a: &Record, b: &Record| {
+        [a, b].iter().find_map(|r| match &r.outcome {
+            Outcome::NotApplicable(why) => Some(format!("n/a on {}: {why}", r.label)),
+            _ => None,
+        })
+    };
+    pairwise("request drift", records, binaries, not_compared, pair_text)
+}
+
+/// A drift report over consecutive versions (oldest first): a header naming `what`, then per
+/// scenario (in the records' order) one line per pair of versions, `old -> new: ` followed by
+/// `not run on both`, `not compared (REASON)` when `not_compared` gives a reason, or what
+/// `pair` says. `pair` gets the changes already shown for that pair of versions, so a change
+/// shown once is then only counted.
+pub fn pairwise(
+    what: &str,
+    records: &[Record],
+    binaries: &[CodexBinary],
+    not_compared: impl Fn(&Record, &Record) -> Option<String>,
+    mut pair: impl FnMut(&Record, &Record, &mut HashSet<String>) -> String,
+) -> String {
+    let labels: Vec<String> = oldest_first(binaries)
+        .iter()
+        .map(CodexBinary::label)
+        .collect();
     let mut text = format!(
-        "\nrequest drift, oldest first: {}\n(within a pair of versions, a change shown once is then only counted)\n",
+        "\n{what}, oldest first: {}\n(within a pair of versions, a change shown once is then only counted)\n",
         labels.join(" -> ")
     );
     let mut scenarios: Vec<(&str, &str)> = Vec::new();
@@ -47,21 +70,17 @@ pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
                 .iter()
                 .find(|r| r.scenario == name && r.label == label)
         };
-        for (pair, w) in labels.windows(2).enumerate() {
+        for (at, w) in labels.windows(2).enumerate() {
             let (old, new) = (&w[0], &w[1]);
             text.push_str(&format!("  {old} -> {new}: "));
             let (Some(a), Some(b)) = (find(old), find(new)) else {
                 text.push_str("not run on both\n");
                 continue;
             };
-            if let Some(reason) = [a, b].iter().find_map(|r| match &r.outcome {
-                Outcome::NotApplicable(why) => Some(format!("n/a on {}: {why}", r.label)),
-                _ => None,
-            }) {
-                text.push_str(&format!("not compared ({reason})\n"));
-                continue;
+            match not_compared(a, b) {
+                Some(reason) => text.push_str(&format!("not compared ({reason})\n")),
+                None => text.push_str(&pair(a, b, &mut seen[at])),
             }
-            text.push_str(&pair_text(a, b, &mut seen[pair]));
         }
     }
     text

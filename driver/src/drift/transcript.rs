@@ -119,22 +119,12 @@ fn write_json(path: &Path, value: &Value) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Map;
 
     use super::*;
     use crate::app_server::transcript::{Sent, SentKind};
 
-    fn sent(kind: SentKind, method: &str, payload: Value) -> Sent {
-        Sent {
-            kind,
-            method: method.into(),
-            payload,
-            extra: Map::new(),
-        }
-    }
-
     fn connection(thread: &str, turn: &str, root: &str) -> Connection {
-        let mut started = sent(
+        let mut started = Sent::new(
             SentKind::Notification,
             "turn/started",
             json!({"threadId": thread, "turn": {"id": turn, "startedAt": 1_700_000_000}}),
@@ -147,13 +137,13 @@ mod tests {
             connection: 1,
             root: PathBuf::from(root),
             messages: vec![
-                sent(
+                Sent::new(
                     SentKind::Response,
                     "thread/start",
                     json!({"thread": {"id": thread, "cwd": format!("{root}/workspace")}}),
                 ),
                 started,
-                sent(
+                Sent::new(
                     SentKind::Request,
                     "item/tool/call",
                     json!({"threadId": thread, "turnId": turn, "callId": "call_1"}),

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use serde_json::Value;
 
 use crate::codex::binaries::CodexBinary;
-use crate::drift::request_drift::oldest_first;
+use crate::drift::request_drift;
 use crate::drift::transcript;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
@@ -213,41 +213,16 @@ fn join(types: &BTreeSet<&'static str>) -> String {
 /// The report: per scenario, one section per pair of consecutive versions, oldest first.
 /// Within a pair, a line already shown for an earlier scenario is only counted.
 pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
-    let labels: Vec<String> = oldest_first(binaries)
-        .iter()
-        .map(CodexBinary::label)
-        .collect();
-    let mut text = format!(
-        "\ntranscript drift (what codex sends the client), oldest first: {}\n\
-         (within a pair of versions, a change shown once is then only counted)\n",
-        labels.join(" -> ")
-    );
-    let mut scenarios: Vec<(&str, &str)> = Vec::new();
-    for r in records {
-        if !scenarios.iter().any(|(name, _)| *name == r.scenario) {
-            scenarios.push((r.scenario, r.id));
-        }
-    }
-    let mut seen: Vec<HashSet<String>> = vec![HashSet::new(); labels.len().saturating_sub(1)];
-    for (name, id) in scenarios {
-        text.push_str(&format!("\n{name} ({id})\n"));
-        let find = |label: &str| {
-            records
-                .iter()
-                .find(|r| r.scenario == name && r.label == label)
-        };
-        for (pair, w) in labels.windows(2).enumerate() {
-            text.push_str(&format!("  {} -> {}: ", w[0], w[1]));
-            match (find(&w[0]), find(&w[1])) {
-                (Some(a), Some(b)) if comparable(a) && comparable(b) => {
-                    text.push_str(&pair_text(a, b, &mut seen[pair]))
-                }
-                (Some(_), Some(_)) => text.push_str("not compared (n/a or no transcript)\n"),
-                _ => text.push_str("not run on both\n"),
-            }
-        }
-    }
-    text
+    let not_compared = |a: &Record, b: &Record| {
+        (!comparable(a) || !comparable(b)).then(|| "n/a or no transcript".to_string())
+    };
+    request_drift::pairwise(
+        "transcript drift (what codex sends the client)",
+        records,
+        binaries,
+        not_compared,
+        pair_text,
+    )
 }
 
 fn comparable(r: &Record) -> bool {

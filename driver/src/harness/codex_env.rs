@@ -4,10 +4,27 @@
 //! any request not to the sidecar is caught (see [`crate::harness::proxy`]).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 /// The API key codex sends to the mock (`authorization: Bearer ...`).
 pub const MOCK_API_KEY: &str = "sk-codex-parity-mock";
+
+/// Makes the directories of a world at `root` (`codex-home`, `workspace`, and the `HOME` and
+/// `TMPDIR` of [`codex_env`]); returns `CODEX_HOME` and the workspace.
+pub fn make_dirs(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let (home, workspace) = (root.join("codex-home"), root.join("workspace"));
+    for d in [
+        &home,
+        &workspace,
+        &root.join("user-home"),
+        &root.join("tmp"),
+    ] {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    Ok((home, workspace))
+}
 
 /// The environment of a codex started in the world directory `root` with `CODEX_HOME` `home`
 /// and its proxy at `proxy_url` (`root/user-home` is `HOME`, `root/tmp` is `TMPDIR`: a

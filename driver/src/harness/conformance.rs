@@ -130,8 +130,6 @@ fn generic(pointer: &str) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use serde_json::Map;
-
     use super::*;
     use crate::app_server::transcript::Sent;
 
@@ -146,15 +144,6 @@ mod tests {
         .unwrap()
     }
 
-    fn sent(kind: SentKind, method: &str, payload: Value) -> Sent {
-        Sent {
-            kind,
-            method: method.into(),
-            payload,
-            extra: Map::new(),
-        }
-    }
-
     #[test]
     fn counts_and_reports_each_observation_once() {
         let bad = json!({"turn": {"items": [{"id": "a"}, {"x": 1}]}});
@@ -163,12 +152,12 @@ mod tests {
             connection: 1,
             root: PathBuf::from("/tmp"),
             messages: vec![
-                sent(SentKind::Notification, "turn/started", json!({"turn": {}})),
-                sent(SentKind::Notification, "turn/started", bad.clone()),
-                sent(SentKind::Notification, "turn/started", bad),
-                sent(SentKind::Notification, "brand/new", json!({})),
-                sent(SentKind::Response, "thread/start", json!({})),
-                sent(SentKind::Response, UNKNOWN_METHOD, json!({})),
+                Sent::new(SentKind::Notification, "turn/started", json!({"turn": {}})),
+                Sent::new(SentKind::Notification, "turn/started", bad.clone()),
+                Sent::new(SentKind::Notification, "turn/started", bad),
+                Sent::new(SentKind::Notification, "brand/new", json!({})),
+                Sent::new(SentKind::Response, "thread/start", json!({})),
+                Sent::new(SentKind::Response, UNKNOWN_METHOD, json!({})),
             ],
         };
         let checked = check(&schema(), &[connection]);

@@ -50,7 +50,7 @@ use tokio::sync::OnceCell;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::codex::fingerprint;
-use crate::harness::codex_env::codex_env;
+use crate::harness::codex_env::{self, codex_env};
 use crate::lock;
 
 /// Set to `1` to start every world from an empty `CODEX_HOME` (no template).
@@ -222,15 +222,7 @@ pub async fn make(binary: &CodexBinary) -> anyhow::Result<HomeTemplate> {
         .tempdir()
         .context("creating a scratch directory for the home template")?;
     let root = scratch.path();
-    let (home, workspace) = (root.join("codex-home"), root.join("workspace"));
-    for d in [
-        &home,
-        &workspace,
-        &root.join("user-home"),
-        &root.join("tmp"),
-    ] {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
+    let (home, workspace) = codex_env::make_dirs(root)?;
     std::fs::write(
         home.join("config.toml"),
         format!(

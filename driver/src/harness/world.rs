@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::{Drift, pairing_kind};
-use crate::harness::codex_env::codex_env;
+use crate::harness::codex_env::{self, codex_env};
 use crate::harness::home_template::{self, HomeTemplate};
 use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
@@ -234,16 +234,7 @@ impl World {
             Some(dir)
         };
         outside_config(&root)?;
-        let home = root.join("codex-home");
-        let workspace = root.join("workspace");
-        for d in [
-            &home,
-            &workspace,
-            &root.join("user-home"),
-            &root.join("tmp"),
-        ] {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-        }
+        let (home, workspace) = codex_env::make_dirs(&root)?;
         let template = home_template::ready(binary);
         let sidecar = Sidecar::start(&settings.sidecar).await?;
         tally.watch_sidecar(sidecar.health());

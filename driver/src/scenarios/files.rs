@@ -558,6 +558,6 @@ async fn git_repository(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// `thread.gitInfo` as `thread/read` reports it.
 async fn git_info(app: &AppServer, thread: &str) -> anyhow::Result<Value> {
-    let read = app.call("thread/read", json!({"threadId": thread})).await?;
+    let read = app.thread_read(thread, json!({})).await?;
     Ok(read["thread"]["gitInfo"].clone())
 }

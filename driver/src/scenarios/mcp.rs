@@ -160,9 +160,10 @@ async fn mcp_setup(
     ctx: &Ctx,
     tools: Value,
     script: Vec<Scripted>,
+    tool_timeout_sec: Option<u64>,
 ) -> anyhow::Result<(World, Arc<AppServer>, String, McpFiles)> {
     let mut world = ctx.world(WorldOptions::default()).await?;
-    let files = add_mcp_server(ctx, &mut world, &tools, None)?;
+    let files = add_mcp_server(ctx, &mut world, &tools, tool_timeout_sec)?;
     world.script(script).await?;
     let app = world.start().await?;
     let (thread, _) = world.start_thread(&app, json!({})).await?;
@@ -337,7 +338,7 @@ fn model_output(text: &str) -> Value {
 async fn tools_listed(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "unused"}))]});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "hi"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script).await?;
+    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let requests = expect_requests(&world, 1).await?;
@@ -394,27 +395,9 @@ async fn tools_listed(ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
-    let tools = json!({"tools": [echo_tool(json!({"text": "echo: hello"}))]});
-    let (world, app, thread, files) = mcp_setup(ctx, tools, vec![]).await?;
-    let namespace = offered_namespace(&world, &app, &thread).await?;
-    world
-        .script(vec![
-            call_reply(
-                "resp-call",
-                events::function_call_with_namespace("call-1", &namespace, "echo", ARGS),
-            ),
-            Scripted::sse(bodies::assistant_reply("resp-done", "done")),
-        ])
-        .await?;
-    let turn = run_turn(
-        &app,
-        &thread,
-        vec![text("use echo")],
-        &TurnOptions::default(),
-    )
-    .await?;
-    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
-    ensure_eq!(turn.final_response(), "done", "final response");
+    let reply = json!({"text": "echo: hello"});
+    let (world, app, thread, files) = call_world(ctx, reply, None).await?;
+    let turn = call_turn(&app, &thread).await?;
     let calls = captured_calls(&files)?;
     ensure_eq!(
         json!(
@@ -471,10 +454,7 @@ async fn call_world(
     tool_timeout_sec: Option<u64>,
 ) -> anyhow::Result<(World, Arc<AppServer>, String, McpFiles)> {
     let tools = json!({"tools": [echo_tool(reply)]});
-    let mut world = ctx.world(WorldOptions::default()).await?;
-    let files = add_mcp_server(ctx, &mut world, &tools, tool_timeout_sec)?;
-    let app = world.start().await?;
-    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let (world, app, thread, files) = mcp_setup(ctx, tools, vec![], tool_timeout_sec).await?;
     let namespace = offered_namespace(&world, &app, &thread).await?;
     world
         .script(vec![
@@ -608,7 +588,7 @@ const LIST_FAILURE: &str = "MCP startup failed: handshaking with MCP server fail
 async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "x"}))], "exitAtStart": 1});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "fine"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script).await?;
+    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fine", "final response");
@@ -658,7 +638,7 @@ async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
 async fn status_list(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "x"}))]});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "hi"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script).await?;
+    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let list = app

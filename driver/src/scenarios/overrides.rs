@@ -178,7 +178,7 @@ async fn check_settings_read(
     sub: &str,
 ) -> anyhow::Result<()> {
     let read = app
-        .call("thread/read", json!({"threadId": thread}))
+        .thread_read(thread, json!({}))
         .await
         .context("thread/read")?;
     expect(

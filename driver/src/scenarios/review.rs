@@ -156,15 +156,7 @@ async fn review_uncommitted(ctx: &Ctx) -> anyhow::Result<()> {
         json!(["userMessage", "current changes"]),
         "the review turn's item in the review/start result"
     );
-    let is_completed = |m: &Inbound| m.is("turn/completed") && m.thread_id() == Some(&thread);
-    let done = app
-        .wait_for(
-            cursor,
-            Duration::from_secs(20),
-            "the review's turn/completed",
-            is_completed,
-        )
-        .await?;
+    let done = review_completed(&app, cursor, &thread).await?;
     ensure_eq!(
         done.turn_id(),
         Some(review_turn.as_str()),
@@ -268,6 +260,22 @@ fn needs_detached(c: &Capabilities) -> Result<(), String> {
     }
 }
 
+/// The `turn/completed` of the review running on `review_thread` (looked for after `cursor`).
+async fn review_completed(
+    app: &AppServer,
+    cursor: usize,
+    review_thread: &str,
+) -> anyhow::Result<Inbound> {
+    let is_completed = |m: &Inbound| m.is("turn/completed") && m.thread_id() == Some(review_thread);
+    app.wait_for(
+        cursor,
+        Duration::from_secs(20),
+        "the review's turn/completed",
+        is_completed,
+    )
+    .await
+}
+
 /// Runs one review of `target` on `thread` to its `turn/completed`; returns the review turn
 /// and the `enteredReviewMode` item's label.
 async fn run_review(
@@ -285,16 +293,7 @@ async fn run_review(
         .as_str()
         .context("no reviewThreadId")?
         .to_string();
-    let is_completed =
-        |m: &Inbound| m.is("turn/completed") && m.thread_id() == Some(review_thread.as_str());
-    let done = app
-        .wait_for(
-            cursor,
-            Duration::from_secs(20),
-            "the review's turn/completed",
-            is_completed,
-        )
-        .await?;
+    let done = review_completed(app, cursor, &review_thread).await?;
     ensure_eq!(
         done.params()["turn"]["status"],
         json!("completed"),
@@ -443,15 +442,7 @@ async fn review_detached(ctx: &Ctx, thread_params: Value) -> anyhow::Result<()> 
         review_thread != thread,
         "detached review ran on the original thread {thread}"
     );
-    let is_completed =
-        |m: &Inbound| m.is("turn/completed") && m.thread_id() == Some(review_thread.as_str());
-    app.wait_for(
-        cursor,
-        Duration::from_secs(20),
-        "the detached review's turn/completed",
-        is_completed,
-    )
-    .await?;
+    review_completed(&app, cursor, &review_thread).await?;
     let messages = app.messages();
     let after = || messages.iter().skip(cursor);
     let announced = after()

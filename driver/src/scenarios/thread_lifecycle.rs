@@ -175,7 +175,7 @@ async fn delete(ctx: &Ctx) -> anyhow::Result<()> {
         "the deleted thread is listed"
     );
     let read = rpc_error(
-        app.call("thread/read", json!({"threadId": thread})).await,
+        app.thread_read(&thread, json!({})).await,
         "thread/read of a deleted thread",
     )?;
     ensure_eq!(
@@ -239,10 +239,7 @@ async fn rollback(ctx: &Ctx) -> anyhow::Result<()> {
         "assistant messages of the request after the rollback"
     );
     let read = app
-        .call(
-            "thread/read",
-            json!({"threadId": thread, "includeTurns": true}),
-        )
+        .thread_read(&thread, json!({"includeTurns": true}))
         .await
         .context("thread/read")?;
     ensure_eq!(
@@ -386,7 +383,7 @@ async fn loaded_and_metadata(ctx: &Ctx) -> anyhow::Result<()> {
         "metadata/update thread.gitInfo"
     );
     let read = app
-        .call("thread/read", json!({"threadId": thread}))
+        .thread_read(&thread, json!({}))
         .await
         .context("thread/read")?;
     ensure_eq!(read["thread"]["gitInfo"], git, "thread/read gitInfo");

@@ -230,10 +230,7 @@ async fn name_then_read(app: &AppServer, thread: &str, turn_id: &str) -> anyhow:
         "thread/name/updated threadName"
     );
     let read = app
-        .call(
-            "thread/read",
-            json!({"threadId": thread, "includeTurns": true}),
-        )
+        .thread_read(thread, json!({"includeTurns": true}))
         .await
         .context("thread/read")?;
     ensure_eq!(

@@ -1,7 +1,7 @@
 //! What the harness-failure tests share: a sandbox for one `codex-parity run` (its own
 //! `TMPDIR` and `HOME`, so every process and file of the run can be found), fake codex
 //! binaries, a scan of `/proc` for processes the run left behind, and a scenario run
-//! whose sidecar is killed.
+//! whose sidecar is killed; the pinned codex prepared as a target.
 
 #![allow(dead_code)]
 
@@ -11,13 +11,31 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use codex_parity::codex::binaries;
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::versions;
+use codex_parity::harness::baseline::Baseline;
 use codex_parity::harness::outcome::Outcome;
-use codex_parity::harness::runner::Target;
 use codex_parity::harness::runner::run_scenario;
+use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use rustix::process::Signal;
+
+/// The pinned codex version (installed on first use), prepared as a target with the
+/// built-in baselines.
+pub(crate) async fn pinned_target() -> Target {
+    let pinned = versions::load().unwrap().pinned;
+    let binary =
+        binaries::resolve_spec(&pinned, &Cache::from_env().unwrap(), &StderrProgress::new())
+            .await
+            .unwrap();
+    runner::prepare(vec![binary], &Baseline::default_dir())
+        .await
+        .unwrap()
+        .remove(0)
+}
 
 /// The `codex-parity` binary under test.
 pub(crate) const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
