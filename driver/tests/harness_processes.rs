@@ -15,7 +15,7 @@ use std::time::Duration;
 use codex_parity::app_server::turn::{TurnOptions, start_turn, text, wait_turn};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::{Ctx, Scenario};
 use codex_parity::scenarios::setup;
@@ -35,7 +35,7 @@ async fn target() -> Target {
     .await
     .expect("resolving the codex binary");
     let binary = found.pop().expect("at least one codex binary");
-    runner::prepare(vec![binary], &Baseline::default_dir())
+    runner::prepare(vec![binary], &Baselines::builtin().unwrap())
         .await
         .expect("reading the codex schema")
         .remove(0)

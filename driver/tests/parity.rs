@@ -28,7 +28,7 @@ use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::drift::transcript;
-use codex_parity::harness::baseline::{self, Baseline};
+use codex_parity::harness::baseline::{self, Baseline, Baselines};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario;
@@ -160,7 +160,7 @@ fn main() -> ExitCode {
         let binaries =
             binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new())
                 .await?;
-        runner::prepare(binaries, &Baseline::default_dir()).await
+        runner::prepare(binaries, &Baselines::builtin()?).await
     });
     let mut targets = match prepared {
         Ok(t) => t,

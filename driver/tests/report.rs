@@ -253,6 +253,7 @@ fn hostile_matrix() -> Matrix {
                     Vec::new()
                 },
                 checked: None,
+                drift: Vec::new(),
             });
         }
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use codex_parity::codex::binaries::{self, BinaryRequest, CodexBinary};
 use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::harness::baseline::{Baseline, Expected};
+use codex_parity::harness::baseline::{Baseline, Baselines, Expected};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::Scenario;
@@ -62,7 +62,7 @@ async fn binary(versions: Vec<String>) -> CodexBinary {
 
 /// The target of `binary` judged by `baseline` (its version's entries of it).
 async fn target(binary: CodexBinary, baseline: Baseline) -> Target {
-    let mut t = runner::prepare(vec![binary], &Baseline::default_dir())
+    let mut t = runner::prepare(vec![binary], &Baselines::builtin().unwrap())
         .await
         .unwrap()
         .remove(0);
@@ -99,7 +99,7 @@ fn wrong_expectations(version: &str, names: &[&str]) -> Baseline {
     Baseline {
         codex: version.into(),
         expected: entries,
-        path: PathBuf::from("wrong.json"),
+        source: "wrong.json".into(),
         strict: false,
     }
 }
@@ -110,7 +110,7 @@ async fn the_example_files_reach_the_outcome_of_the_built_ins() {
     assert_eq!(files.len(), PAIRS.len());
     let pinned = binary(Vec::new()).await;
     let version = pinned.version.clone();
-    let real = Baseline::load(&Baseline::default_dir(), &version).unwrap();
+    let real = Baseline::builtin(&version).unwrap();
     let judged = target(pinned.clone(), real).await;
     let all: Vec<&str> = PAIRS.iter().flat_map(|(f, b)| [*f, *b]).collect();
     let wrong = target(pinned, wrong_expectations(&version, &all)).await;
@@ -169,7 +169,7 @@ async fn a_codex_that_breaks_the_expectation_fails_both_alike() {
         }
     }
     // With the built-in baselines and the examples' own, both are known drift.
-    let mut listed = Baseline::load(&Baseline::default_dir(), "0.131.0").unwrap();
+    let mut listed = Baseline::builtin("0.131.0").unwrap();
     listed.add(&examples().join("baselines.json")).unwrap();
     let listed = target(old, listed).await;
     for s in [f, b] {
@@ -188,11 +188,7 @@ async fn a_failing_file_names_the_step_and_its_place() {
     let s = scenario_file::scenario(c);
     let pinned = binary(Vec::new()).await;
     let version = pinned.version.clone();
-    let t = target(
-        pinned,
-        Baseline::load(&Baseline::default_dir(), &version).unwrap(),
-    )
-    .await;
+    let t = target(pinned, Baseline::builtin(&version).unwrap()).await;
     match runner::run_scenario(&s, &t, settings()).await.outcome {
         Outcome::Failed(reason) => {
             assert!(

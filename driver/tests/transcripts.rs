@@ -15,7 +15,7 @@ use codex_parity::codex::conformance::{Direction, Verdict};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::drift::transcript;
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::conformance::{NONCONFORMING, UNKNOWN};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::{self, Ran, Target};
@@ -128,7 +128,7 @@ async fn the_real_schema_rejects_a_renamed_or_retyped_field() {
 async fn golden_transcripts_match_on_the_pinned_version() {
     use codex_parity::drift::golden_transcript::{self, Compared};
     let target = support::pinned_target().await;
-    let dir = golden_transcript::default_dir();
+    let expectations = codex_parity::harness::expectations::Expectations::current().unwrap();
     for name in golden_transcript::SCENARIOS {
         let ran = run(&target, name).await;
         let record = runner::Record {
@@ -141,8 +141,9 @@ async fn golden_transcripts_match_on_the_pinned_version() {
             observations: Vec::new(),
             transcripts: ran.transcripts,
             checked: None,
+            drift: Vec::new(),
         };
-        match golden_transcript::compare(&dir, &record).unwrap() {
+        match golden_transcript::compare(&expectations, &record).unwrap() {
             Some(Compared::Matched(_)) => {}
             other => panic!("{name}: {other:?} ({:?})", record.outcome),
         }
@@ -164,7 +165,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
         let binary = binaries::resolve_spec(version, &cache, &progress)
             .await
             .unwrap();
-        let target = runner::prepare(vec![binary.clone()], &Baseline::default_dir())
+        let target = runner::prepare(vec![binary.clone()], &Baselines::builtin().unwrap())
             .await
             .unwrap()
             .remove(0);
@@ -179,6 +180,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
             observations: Vec::new(),
             transcripts: ran.transcripts,
             checked: None,
+            drift: Vec::new(),
         });
         bins.push(binary);
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use codex_parity::bench;
 use codex_parity::codex::binaries::CodexBinary;
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::runner;
 use codex_parity::harness::world::Settings;
 
@@ -147,7 +147,7 @@ async fn suite(
 ) -> anyhow::Result<bool> {
     let sources = args.matrix.scenarios()?;
     let scenarios = sources.scenarios;
-    let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let mut targets = runner::prepare(binaries, &Baselines::builtin()?).await?;
     crate::cli::sources::add_baselines(&mut targets, &sources.baselines)?;
     let jobs = args.matrix.jobs();
     let settings = Arc::new(settings);

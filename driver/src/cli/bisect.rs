@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Context;
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario::Scenario;
@@ -134,7 +134,7 @@ impl Prober {
             .await
             .with_context(|| format!("installing codex {version} to probe it"))?;
         let installed = started.elapsed();
-        let mut targets = runner::prepare(vec![binary], &Baseline::default_dir()).await?;
+        let mut targets = runner::prepare(vec![binary], &Baselines::builtin()?).await?;
         add_baselines(&mut targets, &self.baselines)?;
         let target = targets
             .pop()

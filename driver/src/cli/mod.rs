@@ -27,6 +27,13 @@ use surface::SurfaceCommand;
 #[derive(Debug, Parser)]
 #[command(name = "codex-parity", version, about, long_about = None)]
 pub(crate) struct Cli {
+    /// The expectations to judge by (baselines, golden requests and transcripts), in the
+    /// layout of the repository's fixtures/ (expected/baselines.json, golden/VERSION/,
+    /// golden-transcripts/VERSION/), instead of those compiled into this binary; also
+    /// where --bless writes. Default: $CODEX_PARITY_FIXTURES, else the compiled-in ones
+    /// (--bless then writes into the checkout this binary was built from).
+    #[arg(long, global = true, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -245,6 +252,12 @@ enum Command {
 impl Cli {
     /// Runs the subcommand; its exit status.
     pub(crate) fn run(self) -> ExitCode {
+        if let Some(dir) = &self.fixtures
+            && let Err(e) = codex_parity::harness::expectations::use_dir(dir)
+        {
+            eprintln!("codex-parity: error: {e:#}");
+            return ExitCode::from(2);
+        }
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
             Command::List { markdown, sources } => list::list(markdown, &sources),

@@ -10,7 +10,8 @@ use codex_parity::codex::binaries::CodexBinary;
 use codex_parity::codex::schema::Schema;
 use codex_parity::codex::schema_diff;
 use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
+use codex_parity::harness::expectations::Expectations;
 use codex_parity::harness::runner::{self, Record};
 use codex_parity::harness::scenario;
 use codex_parity::harness::shard::Shard;
@@ -231,7 +232,14 @@ fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[Codex
     }
     let mut blessed = true;
     if args.bless {
-        let dir = codex_parity::drift::golden::default_dir();
+        let dir = match Expectations::current().and_then(|e| e.bless_dir()) {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("codex-parity: {e:#}");
+                return false;
+            }
+        };
+        println!("blessing into {}", dir.display());
         for outcome in codex_parity::drift::golden::bless(records, binaries, &dir) {
             blessed &= !outcome.is_error();
             println!("{outcome}");
@@ -244,8 +252,21 @@ fn request_drift_and_bless(args: &RunArgs, records: &[Record], binaries: &[Codex
 /// could not be read or written.
 fn golden_transcripts(args: &RunArgs, records: &[Record]) -> bool {
     use codex_parity::drift::golden_transcript;
-    let dir = golden_transcript::default_dir();
+    let expectations = match Expectations::current() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("codex-parity: {e:#}");
+            return false;
+        }
+    };
     if args.bless {
+        let dir = match expectations.bless_dir() {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("codex-parity: {e:#}");
+                return false;
+            }
+        };
         return match golden_transcript::bless(&dir, records) {
             Ok(files) => {
                 for f in files {
@@ -259,7 +280,7 @@ fn golden_transcripts(args: &RunArgs, records: &[Record]) -> bool {
             }
         };
     }
-    match golden_transcript::check_all(&dir, records) {
+    match golden_transcript::check_all(&expectations, records) {
         Ok((text, ok)) => {
             print!("{text}");
             ok
@@ -288,7 +309,7 @@ async fn prepare_run(
             "--transcript-diff compares versions: name two or more binaries (e.g. --compare)"
         );
     }
-    let mut targets = runner::prepare(binaries, &Baseline::default_dir()).await?;
+    let mut targets = runner::prepare(binaries, &Baselines::builtin()?).await?;
     add_baselines(&mut targets, &sources.baselines)?;
     for target in &mut targets {
         Arc::make_mut(&mut target.baseline).strict = args.strict;

@@ -1,18 +1,23 @@
 //! Golden requests: the [`normalize`]d model requests a scenario made on a codex version,
-//! kept in `fixtures/golden/VERSION/SCENARIO.json`, so that any drift in what codex sends
-//! the model shows as a structural diff ([`crate::drift::request_diff`]).
+//! kept in `fixtures/golden/VERSION/SCENARIO.json` (compiled into the binary, see
+//! [`crate::harness::expectations`]), so that any drift in what codex sends the model shows
+//! as a structural diff ([`crate::drift::request_diff`]).
 //!
-//! Only scenarios listed in [`SCENARIOS`] have golden files; they check their requests with
-//! [`assert_matches`]:
-//! - a golden file for the version exists: the requests must equal it, else the scenario
-//!   fails with the diff and how to bless;
-//! - none: the scenario fails, naming the missing file and how to bless it (E1 passes only
-//!   when the comparison ran; [`check`] itself reports a missing file of a version that is
-//!   not pinned as skipped, with the reason).
+//! A golden file holds from its release until the next release that has its own, as a
+//! baseline range does: a release is compared with the golden file of the nearest release
+//! at or below it ([`Expectations::covering`]), so every release since the oldest golden
+//! file is judged, none fails for a missing file. Only scenarios listed in [`SCENARIOS`]
+//! have golden files; they check their requests with [`assert_matches`]:
+//! - the requests must equal the covering golden file, else the scenario fails with the
+//!   diff and how to bless (a release where codex changed its requests gets a file of its
+//!   own, which then judges the releases after it);
+//! - a release older than every golden file fails, naming the oldest.
 //!
 //! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
 //! files of the listed scenarios that passed (or drifted as their baseline expects) on each
-//! binary run, from the requests they captured ([`bless`]). Review the diff first.
+//! binary run, from the requests they captured ([`bless`]), into a checkout's `fixtures/`
+//! ([`Expectations::bless_dir`]); a release whose requests equal the file that already
+//! covers it gets none. Review the diff first.
 //!
 //! ```json
 //! {"codex": "0.171.0", "scenario": "request_shape_plain", "requests": [{"method": "POST", …}]}
@@ -26,15 +31,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::codex::binaries::CodexBinary;
-use crate::codex::versions;
 use crate::drift::normalize;
 use crate::drift::request_diff::diff_requests;
+use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 use crate::harness::scenario::Ctx;
 
-/// The environment variable that points at another golden directory.
-pub const GOLDEN_DIR_ENV: &str = "CODEX_PARITY_GOLDEN";
+/// The folder of the expectations that holds golden requests.
+pub const KIND: &str = "golden";
 
 /// The scenarios that have golden files (`--bless` writes only these).
 pub const SCENARIOS: &[&str] = &[
@@ -58,53 +63,47 @@ pub struct Golden {
     pub requests: Vec<Value>,
 }
 
-/// The default golden directory: `$CODEX_PARITY_GOLDEN`, else the repository's
-/// `fixtures/golden`.
-pub fn default_dir() -> PathBuf {
-    std::env::var_os(GOLDEN_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let driver = Path::new(env!("CARGO_MANIFEST_DIR"));
-            driver.parent().unwrap_or(driver).join("fixtures/golden")
-        })
+/// `root/golden/VERSION/SCENARIO.json`, for an expectations directory `root`.
+pub fn path(root: &Path, version: &str, scenario: &str) -> PathBuf {
+    root.join(KIND)
+        .join(version)
+        .join(format!("{scenario}.json"))
 }
 
-/// `dir/VERSION/SCENARIO.json`.
-pub fn path(dir: &Path, version: &str, scenario: &str) -> PathBuf {
-    dir.join(version).join(format!("{scenario}.json"))
-}
-
-/// The golden file of `scenario` on `version`, if there is one.
-pub fn load(dir: &Path, version: &str, scenario: &str) -> anyhow::Result<Option<Golden>> {
-    let path = path(dir, version, scenario);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+/// The golden file that judges `scenario` on `version` (see the module docs), with its
+/// name for messages; `None` when no release at or below `version` has one.
+pub fn covering(
+    expectations: &Expectations,
+    version: &str,
+    scenario: &str,
+) -> anyhow::Result<Option<(Golden, String)>> {
+    let Some((from, relative)) = expectations.covering(KIND, scenario, version)? else {
+        return Ok(None);
     };
+    let name = expectations.name_of(&relative);
+    let text = expectations
+        .read(&relative)?
+        .with_context(|| format!("{name} vanished while it was read"))?;
     let golden: Golden = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not a golden file ({{\"codex\", \"scenario\", \"requests\"}})",
-            path.display()
-        )
+        format!("{name} is not a golden file ({{\"codex\", \"scenario\", \"requests\"}})")
     })?;
-    if golden.codex != version || golden.scenario != scenario {
+    if golden.codex != from || golden.scenario != scenario {
         bail!(
-            "{} describes {} on codex {}, not {scenario} on {version}",
-            path.display(),
+            "{name} describes {} on codex {}, not {scenario} on {from}",
             golden.scenario,
             golden.codex
         );
     }
-    Ok(Some(golden))
+    Ok(Some((golden, name)))
 }
 
-/// Writes a golden file; returns its path and whether its content changed.
-pub fn write(dir: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
-    let path = path(dir, &golden.codex, &golden.scenario);
-    let unchanged = load(dir, &golden.codex, &golden.scenario)
+/// Writes a golden file into the expectations directory `root`; returns its path and
+/// whether its content changed.
+pub fn write(root: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
+    let path = path(root, &golden.codex, &golden.scenario);
+    let unchanged = std::fs::read_to_string(&path)
         .ok()
-        .flatten()
+        .and_then(|text| serde_json::from_str::<Golden>(&text).ok())
         .is_some_and(|old| old == *golden);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
@@ -115,58 +114,62 @@ pub fn write(dir: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
     Ok((path, !unchanged))
 }
 
-/// How a comparison with a golden file went, when it did not fail.
+/// How a comparison with a golden file went, when it did not fail: the file that matched
+/// and the release it was recorded on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Checked {
-    /// The requests equal the golden file.
-    Matched(PathBuf),
-    /// No golden file for this (not pinned) version: the reason it was skipped.
-    Skipped(String),
+pub struct Matched {
+    /// The golden file, as messages name it.
+    pub file: String,
+    /// The release it was recorded on (at or below the one compared).
+    pub recorded_on: String,
 }
 
-/// Compares normalised `requests` of `scenario` on `version` with the golden file in `dir`;
-/// `pinned` is the version that must have one. A mismatch, or a missing file for the pinned
-/// version, is an error saying what differs and how to bless.
+/// Compares normalised `requests` of `scenario` on `version` with the golden file that
+/// covers it. A mismatch, or no golden file at or below `version`, is an error saying
+/// what differs and how to bless.
 pub fn check(
-    dir: &Path,
+    expectations: &Expectations,
     version: &str,
-    pinned: &str,
     scenario: &str,
     requests: &[Value],
-) -> anyhow::Result<Checked> {
-    let file = path(dir, version, scenario);
+) -> anyhow::Result<Matched> {
     let bless = format!("codex-parity run --codex-version {version} --bless --filter {scenario}");
-    let Some(golden) = load(dir, version, scenario)? else {
-        if version == pinned {
-            bail!(
-                "no golden file {} for the pinned codex {version}: review its requests \
-                 (`codex-parity run --compare --request-diff --filter {scenario}`), then write it \
-                 with `{bless}`",
-                file.display()
-            );
-        }
-        return Ok(Checked::Skipped(format!(
-            "no golden file {} for codex {version} (only the pinned {pinned} needs one): \
-             golden comparison skipped",
-            file.display()
-        )));
+    let Some((golden, file)) = covering(expectations, version, scenario)? else {
+        let oldest = expectations.subdirs(KIND)?.into_iter().next();
+        bail!(
+            "no golden file for {scenario} at or below codex {version} in {} (the oldest is \
+             {}): review its requests (`codex-parity run --compare --request-diff --filter \
+             {scenario}`), then write one with `{bless}`",
+            expectations.describe(),
+            oldest.as_deref().unwrap_or("none")
+        );
     };
     let diff = diff_requests(&golden.requests, requests);
     if diff.is_empty() {
-        return Ok(Checked::Matched(file));
+        return Ok(Matched {
+            file,
+            recorded_on: golden.codex,
+        });
     }
+    let since = if golden.codex == version {
+        String::new()
+    } else {
+        format!(
+            ", recorded on {} and judging the releases up to this one",
+            golden.codex
+        )
+    };
     bail!(
-        "{} change(s) from the golden file {} (if expected, review and rewrite it with `{bless}`); \
-         - golden, + this run:\n{}",
+        "{} change(s) from the golden file {file}{since} (if expected, review and write this \
+         release's own with `{bless}`); - golden, + this run:\n{}",
         diff.count(),
-        file.display(),
         diff.to_text(DIFF_LINES).trim_end()
     )
 }
 
-/// Checks a scenario's requests (every request its worlds captured) against its golden
-/// file on this codex (see the module docs). With `--bless` it checks nothing: the run
-/// rewrites the file.
+/// Checks a scenario's requests (every request its worlds captured) against the golden
+/// file that covers this codex (see the module docs), and observes which one it was. With
+/// `--bless` it checks nothing: the run rewrites the file.
 pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result<()> {
     let scenario = ctx.scenario().name;
     if !SCENARIOS.contains(&scenario) {
@@ -181,21 +184,18 @@ pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result
         );
         return Ok(());
     }
-    let pinned = versions::load()?.pinned;
     let normalised = normalize::model_requests(requests);
-    match check(
-        &default_dir(),
+    let matched = check(
+        &Expectations::current()?,
         &ctx.binary.version,
-        &pinned,
         scenario,
         &normalised,
-    )? {
-        Checked::Matched(_) => {}
-        // E1's claim is the comparison: without a golden file the scenario cannot pass.
-        Checked::Skipped(why) => bail!(
-            "{why}; E1 needs one for every version it runs on: review the requests, then \
-             `codex-parity run --bless --filter request_shape` with this binary"
-        ),
+    )?;
+    if matched.recorded_on != ctx.binary.version {
+        ctx.observe(format!(
+            "requests equal the golden file of {} ({}), which covers {}",
+            matched.recorded_on, matched.file, ctx.binary.version
+        ));
     }
     Ok(())
 }
@@ -255,10 +255,12 @@ impl std::fmt::Display for BlessOutcome {
 }
 
 /// Writes the golden files of the listed scenarios from `records` (those that passed or
-/// drifted as expected), for the binaries that ran them; returns what happened to each
-/// scenario run (one [`BlessOutcome`] each).
-pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<BlessOutcome> {
+/// drifted as expected), for the binaries that ran them, into the expectations directory
+/// `root`; returns what happened to each scenario run (one [`BlessOutcome`] each). A
+/// release whose requests equal the golden file already covering it gets no file.
+pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<BlessOutcome> {
     let mut report = Vec::new();
+    let there = Expectations::Dir(root.to_path_buf());
     for r in records.iter().filter(|r| SCENARIOS.contains(&r.scenario)) {
         let name = format!("{}[{}]", r.scenario, r.label);
         let skipped = |why: String| BlessOutcome::Skipped {
@@ -286,7 +288,16 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], dir: &Path) -> Vec<Bl
             scenario: r.scenario.to_string(),
             requests: normalize::model_requests(&r.requests),
         };
-        report.push(match write(dir, &golden) {
+        let covered = covering(&there, &binary.version, r.scenario);
+        if let Ok(Some((old, _))) = &covered
+            && old.requests == golden.requests
+        {
+            report.push(BlessOutcome::Unchanged {
+                path: path(root, &old.codex, r.scenario),
+            });
+            continue;
+        }
+        report.push(match write(root, &golden) {
             Ok((path, true)) => BlessOutcome::Wrote {
                 path,
                 requests: golden.requests.len(),
@@ -323,75 +334,94 @@ mod tests {
     fn golden_files_match_mismatch_or_are_missing() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let (file, changed) = write(d, &golden("0.171.0", true)).unwrap();
+        let e = Expectations::Dir(d.to_path_buf());
+        let (file, changed) = write(d, &golden("0.161.0", true)).unwrap();
         assert!(changed);
-        assert!(file.ends_with("0.171.0/request_shape_plain.json"));
+        assert!(file.ends_with("golden/0.161.0/request_shape_plain.json"));
         assert!(
-            !write(d, &golden("0.171.0", true)).unwrap().1,
+            !write(d, &golden("0.161.0", true)).unwrap().1,
             "same content"
         );
         let s = "request_shape_plain";
-        assert_eq!(
-            check(d, "0.171.0", "0.171.0", s, &requests(true)).unwrap(),
-            Checked::Matched(file)
-        );
-        let e = format!(
+        let matched = check(&e, "0.161.0", s, &requests(true)).unwrap();
+        assert_eq!(matched.recorded_on, "0.161.0");
+        assert_eq!(matched.file, file.display().to_string());
+        // A release between golden files is judged by the nearest one below it.
+        let between = check(&e, "0.165.0", s, &requests(true)).unwrap();
+        assert_eq!(between.recorded_on, "0.161.0");
+        let e2 = format!(
             "{:#}",
-            check(d, "0.171.0", "0.171.0", s, &requests(false)).unwrap_err()
+            check(&e, "0.165.0", s, &requests(false)).unwrap_err()
         );
-        assert!(e.contains("~ body.stream: true -> false"), "{e}");
+        assert!(e2.contains("~ body.stream: true -> false"), "{e2}");
+        assert!(e2.contains("recorded on 0.161.0"), "{e2}");
         assert!(
-            e.contains(
-                "codex-parity run --codex-version 0.171.0 --bless --filter request_shape_plain"
+            e2.contains(
+                "codex-parity run --codex-version 0.165.0 --bless --filter request_shape_plain"
             ),
-            "{e}"
+            "{e2}"
         );
-        // Missing: an error for the pinned version, a skip for another.
-        let e = format!(
+        // Once 0.165.0 has its own, it judges 0.165.0 and what follows.
+        write(d, &golden("0.165.0", false)).unwrap();
+        assert_eq!(
+            check(&e, "0.171.0", s, &requests(false))
+                .unwrap()
+                .recorded_on,
+            "0.165.0"
+        );
+        assert!(check(&e, "0.164.0", s, &requests(true)).is_ok());
+        // Older than every golden file: an error naming the oldest.
+        let e3 = format!(
             "{:#}",
-            check(d, "0.180.0", "0.180.0", s, &requests(true)).unwrap_err()
+            check(&e, "0.131.0", s, &requests(true)).unwrap_err()
         );
         assert!(
-            e.contains("no golden file") && e.contains("pinned codex 0.180.0"),
-            "{e}"
+            e3.contains("no golden file") && e3.contains("the oldest is 0.161.0"),
+            "{e3}"
         );
-        match check(d, "0.131.0", "0.171.0", s, &requests(true)).unwrap() {
-            Checked::Skipped(why) => assert!(why.contains("skipped"), "{why}"),
-            other => panic!("{other:?}"),
-        }
     }
 
     #[test]
-    fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_has_all() {
-        let dir = default_dir();
-        for version in std::fs::read_dir(&dir).unwrap() {
-            let version = version.unwrap().path();
-            let v = version.file_name().unwrap().to_str().unwrap().to_string();
-            for file in std::fs::read_dir(&version).unwrap() {
-                let file = file.unwrap().path();
-                let scenario = file.file_stem().unwrap().to_str().unwrap();
-                assert!(SCENARIOS.contains(&scenario), "{}", file.display());
-                assert!(load(&dir, &v, scenario).unwrap().is_some());
+    fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_is_covered() {
+        let e = Expectations::Compiled;
+        for version in e.subdirs(KIND).unwrap() {
+            for s in SCENARIOS {
+                if e.read(&format!("{KIND}/{version}/{s}.json"))
+                    .unwrap()
+                    .is_some()
+                {
+                    let (golden, _) = covering(&e, &version, s).unwrap().unwrap();
+                    assert_eq!(golden.codex, version);
+                }
             }
         }
-        let pinned = versions::load().unwrap().pinned;
-        for s in SCENARIOS {
-            assert!(
-                load(&dir, &pinned, s).unwrap().is_some(),
-                "no golden file for {s} on the pinned {pinned}"
-            );
+        for file in crate::harness::expectations::compiled_files() {
+            if let Some(rest) = file.strip_prefix("golden/") {
+                let scenario = rest.rsplit('/').next().unwrap().trim_end_matches(".json");
+                assert!(SCENARIOS.contains(&scenario), "{file}");
+            }
+        }
+        let set = crate::codex::versions::load().unwrap();
+        for version in set.compare.iter().chain([&set.pinned]) {
+            for s in SCENARIOS {
+                assert!(
+                    covering(&e, version, s).unwrap().is_some(),
+                    "no golden file for {s} covers {version}"
+                );
+            }
         }
     }
 
     #[test]
     fn files_that_describe_something_else_are_errors() {
         let dir = tempfile::tempdir().unwrap();
+        let e = Expectations::Dir(dir.path().to_path_buf());
         let p = path(dir.path(), "0.1.0", "request_shape_plain");
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, serde_json::to_string(&golden("0.2.0", true)).unwrap()).unwrap();
-        assert!(load(dir.path(), "0.1.0", "request_shape_plain").is_err());
+        assert!(covering(&e, "0.1.0", "request_shape_plain").is_err());
         std::fs::write(&p, "{").unwrap();
-        assert!(load(dir.path(), "0.1.0", "request_shape_plain").is_err());
+        assert!(covering(&e, "0.1.0", "request_shape_plain").is_err());
     }
 
     #[test]
@@ -417,6 +447,7 @@ mod tests {
             observations: Vec::new(),
             transcripts: Vec::new(),
             checked: None,
+            drift: Vec::new(),
         };
         let records = vec![
             record("request_shape_plain", Outcome::Passed),
@@ -453,7 +484,8 @@ mod tests {
                 .starts_with("could not bless request_shape_plain[codex-0.171.0]: "),
             "{failed:?}"
         );
-        let written = load(dir.path(), "0.171.0", "request_shape_plain")
+        let there = Expectations::Dir(dir.path().to_path_buf());
+        let (written, _) = covering(&there, "0.171.0", "request_shape_plain")
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -461,9 +493,22 @@ mod tests {
             "<thread-1>"
         );
         assert!(
-            load(dir.path(), "0.171.0", "smoke_uses_mock_responses")
+            covering(&there, "0.171.0", "smoke_uses_mock_responses")
                 .unwrap()
                 .is_none()
         );
+        // A later release with the same requests needs no file of its own.
+        let later = CodexBinary {
+            path: "/c/codex-later".into(),
+            version: "0.172.0".into(),
+        };
+        let mut same = records[0].clone();
+        same.label = later.label();
+        let report = bless(&[same], &[later], dir.path());
+        assert!(
+            matches!(&report[0], BlessOutcome::Unchanged { path } if path.ends_with("0.171.0/request_shape_plain.json")),
+            "{report:?}"
+        );
+        assert!(!dir.path().join("golden/0.172.0").exists());
     }
 }

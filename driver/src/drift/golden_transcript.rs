@@ -4,11 +4,14 @@
 //! `fixtures/golden-transcripts/VERSION/SCENARIO.json` (the document of
 //! [`crate::drift::transcript::document`]).
 //!
-//! After a run, each listed scenario that ran on a version with a golden file is compared
-//! with it by [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and
-//! their JSON types, enum values; not texts or ids): any difference fails the run with the
-//! lines. `codex-parity run --bless` writes the files instead, from the scenarios that
-//! passed (or drifted as their baseline expects); review the diff first.
+//! After a run, each listed scenario is compared with the golden file that covers its
+//! release (that of the nearest release at or below it: a file holds until the next release
+//! that has its own, see [`crate::harness::expectations`]) by
+//! [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and their JSON
+//! types, enum values; not texts or ids): any difference fails the run with the lines.
+//! `codex-parity run --bless` writes the files instead, from the scenarios that passed (or
+//! drifted as their baseline expects), only for a release whose shape differs from the file
+//! already covering it; review the diff first.
 
 use std::path::{Path, PathBuf};
 
@@ -17,11 +20,12 @@ use serde_json::Value;
 
 use crate::drift::transcript::{self, document};
 use crate::drift::transcript_diff::{changes, shape};
+use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 
-/// The environment variable that points at another golden-transcript directory.
-pub const DIR_ENV: &str = "CODEX_PARITY_GOLDEN_TRANSCRIPTS";
+/// The folder of the expectations that holds golden transcripts.
+pub const KIND: &str = "golden-transcripts";
 
 /// The scenarios that have golden transcripts.
 pub const SCENARIOS: &[&str] = &[
@@ -33,33 +37,23 @@ pub const SCENARIOS: &[&str] = &[
     "approval_file_change_decline",
 ];
 
-/// `fixtures/golden-transcripts` of the repository, or `$CODEX_PARITY_GOLDEN_TRANSCRIPTS`.
-pub fn default_dir() -> PathBuf {
-    std::env::var_os(DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let driver = Path::new(env!("CARGO_MANIFEST_DIR"));
-            driver
-                .parent()
-                .unwrap_or(driver)
-                .join("fixtures/golden-transcripts")
-        })
+/// `root/golden-transcripts/VERSION/SCENARIO.json`, for an expectations directory `root`.
+pub fn path(root: &Path, version: &str, scenario: &str) -> PathBuf {
+    root.join(KIND)
+        .join(version)
+        .join(format!("{scenario}.json"))
 }
 
-/// The golden file of `scenario` on `version`.
-pub fn path(dir: &Path, version: &str, scenario: &str) -> PathBuf {
-    dir.join(version).join(format!("{scenario}.json"))
-}
-
-/// How one record compared with its golden file.
+/// How one record compared with the golden file that covers its release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Compared {
-    /// Same shape.
-    Matched(PathBuf),
-    /// No golden file for this version.
-    Missing(PathBuf),
-    /// Different: the lines from the golden file to this run.
-    Differs(PathBuf, Vec<String>),
+    /// Same shape as the file named.
+    Matched(String),
+    /// No golden file at or below this release.
+    Missing,
+    /// Different from the file named (recorded on the release given): the lines from the
+    /// golden file to this run.
+    Differs(String, String, Vec<String>),
 }
 
 /// Whether a record is one a golden transcript is kept for: a listed scenario that ran to
@@ -77,57 +71,79 @@ fn version_of(record: &Record) -> &str {
     record.label.strip_prefix("codex-").unwrap_or(&record.label)
 }
 
-/// Compares one record with its golden file; `None` when the record has none to compare.
-pub fn compare(dir: &Path, record: &Record) -> anyhow::Result<Option<Compared>> {
-    if !golden_worthy(record) {
+/// The lines from the golden file covering `record`'s release to the record, with the
+/// file's name and release; `None` when no release at or below it has one.
+fn against_covering(
+    expectations: &Expectations,
+    record: &Record,
+) -> anyhow::Result<Option<(String, String, Vec<String>)>> {
+    let Some((from, relative)) =
+        expectations.covering(KIND, record.scenario, version_of(record))?
+    else {
         return Ok(None);
-    }
-    let file = path(dir, version_of(record), record.scenario);
-    if !file.exists() {
-        return Ok(Some(Compared::Missing(file)));
-    }
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    };
+    let name = expectations.name_of(&relative);
+    let text = expectations
+        .read(&relative)?
+        .with_context(|| format!("{name} vanished while it was read"))?;
     let golden: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{name} is not JSON"))?;
     let connections = golden
         .get("connections")
         .and_then(Value::as_array)
-        .with_context(|| format!("{} has no connections", file.display()))?;
+        .with_context(|| format!("{name} has no connections"))?;
     let lines = changes(
         &shape(connections),
         &shape(&transcript::normalize(&record.transcripts)),
     );
-    Ok(Some(if lines.is_empty() {
-        Compared::Matched(file)
-    } else {
-        Compared::Differs(file, lines)
+    Ok(Some((name, from, lines)))
+}
+
+/// Compares one record with the golden file covering its release (the nearest release at
+/// or below it that has one); `None` when the record has none to compare.
+pub fn compare(expectations: &Expectations, record: &Record) -> anyhow::Result<Option<Compared>> {
+    if !golden_worthy(record) {
+        return Ok(None);
+    }
+    Ok(Some(match against_covering(expectations, record)? {
+        None => Compared::Missing,
+        Some((name, _, lines)) if lines.is_empty() => Compared::Matched(name),
+        Some((name, from, lines)) => Compared::Differs(name, from, lines),
     }))
 }
 
 /// Compares every record that has a golden file: the text to print, and whether all
-/// matched (a missing file is said, not failed).
-pub fn check_all(dir: &Path, records: &[Record]) -> anyhow::Result<(String, bool)> {
+/// matched (a release older than every golden file is said, not failed).
+pub fn check_all(
+    expectations: &Expectations,
+    records: &[Record],
+) -> anyhow::Result<(String, bool)> {
     let (mut text, mut ok) = (String::new(), true);
     for r in records {
-        match compare(dir, r)? {
+        match compare(expectations, r)? {
             None | Some(Compared::Matched(_)) => {}
-            Some(Compared::Missing(file)) => text.push_str(&format!(
-                "golden transcript: no {} yet (codex-parity run --codex-version {} --bless \
-                 --filter {})\n",
-                file.display(),
+            Some(Compared::Missing) => text.push_str(&format!(
+                "golden transcript: none for {} at or below codex {} yet (codex-parity run \
+                 --codex-version {} --bless --filter {})\n",
+                r.scenario,
+                version_of(r),
                 version_of(r),
                 r.scenario
             )),
-            Some(Compared::Differs(file, lines)) => {
+            Some(Compared::Differs(file, from, lines)) => {
                 ok = false;
+                let since = if from == version_of(r) {
+                    String::new()
+                } else {
+                    format!(", recorded on {from}")
+                };
                 // `FAIL name[label]` as the matrix says it: CI re-runs such a cell alone.
                 text.push_str(&format!(
-                    "FAIL {}[{}]: golden transcript {} differs ({} change(s); review, then \
-                     bless with codex-parity run --codex-version {} --bless --filter {}):\n",
+                    "FAIL {}[{}]: golden transcript {file}{since} differs ({} change(s); \
+                     review, then bless with codex-parity run --codex-version {} --bless \
+                     --filter {}):\n",
                     r.scenario,
                     r.label,
-                    file.display(),
                     lines.len(),
                     version_of(r),
                     r.scenario
@@ -141,20 +157,28 @@ pub fn check_all(dir: &Path, records: &[Record]) -> anyhow::Result<(String, bool
     Ok((text, ok))
 }
 
-/// Writes the golden files of the listed scenarios that ran to the end; returns them.
-pub fn bless(dir: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
+/// Writes the golden files of the listed scenarios that ran to the end into the
+/// expectations directory `root`, but for a release whose transcript has the shape of the
+/// golden file already covering it there; returns the files written.
+pub fn bless(root: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
+    let there = Expectations::Dir(root.to_path_buf());
     let mut written = Vec::new();
     for r in records.iter().filter(|r| golden_worthy(r)) {
-        let file = path(dir, version_of(r), r.scenario);
-        if let Some(parent) = file.parent() {
+        let own = path(root, version_of(r), r.scenario);
+        if !own.exists()
+            && let Some((_, _, lines)) = against_covering(&there, r)?
+            && lines.is_empty()
+        {
+            continue;
+        }
+        if let Some(parent) = own.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
         let doc = document(r, version_of(r));
         let text = serde_json::to_string_pretty(&doc).context("serialising a transcript")?;
-        std::fs::write(&file, text + "\n")
-            .with_context(|| format!("writing {}", file.display()))?;
-        written.push(file);
+        std::fs::write(&own, text + "\n").with_context(|| format!("writing {}", own.display()))?;
+        written.push(own);
     }
     Ok(written)
 }
@@ -190,28 +214,30 @@ mod tests {
                 messages: vec![message],
             }],
             checked: None,
+            drift: Vec::new(),
         }
     }
 
     #[test]
-    fn the_repository_golden_transcripts_are_listed_and_the_pinned_version_has_all() {
-        let dir = default_dir();
-        for version in std::fs::read_dir(&dir).unwrap() {
-            for file in std::fs::read_dir(version.unwrap().path()).unwrap() {
-                let file = file.unwrap().path();
-                let scenario = file.file_stem().unwrap().to_str().unwrap();
-                assert!(SCENARIOS.contains(&scenario), "{}", file.display());
-                let doc: Value =
-                    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-                assert_eq!(doc["scenario"], scenario, "{}", file.display());
-            }
+    fn the_repository_golden_transcripts_are_listed_and_the_comparison_set_is_covered() {
+        let e = Expectations::Compiled;
+        for file in crate::harness::expectations::compiled_files() {
+            let Some(rest) = file.strip_prefix("golden-transcripts/") else {
+                continue;
+            };
+            let scenario = rest.rsplit('/').next().unwrap().trim_end_matches(".json");
+            assert!(SCENARIOS.contains(&scenario), "{file}");
+            let doc: Value = serde_json::from_str(&e.read(file).unwrap().unwrap()).unwrap();
+            assert_eq!(doc["scenario"], scenario, "{file}");
         }
-        let pinned = crate::codex::versions::load().unwrap().pinned;
-        for s in SCENARIOS {
-            assert!(
-                path(&dir, &pinned, s).exists(),
-                "no golden transcript {s} on {pinned}"
-            );
+        let set = crate::codex::versions::load().unwrap();
+        for version in set.compare.iter().chain([&set.pinned]) {
+            for s in SCENARIOS {
+                assert!(
+                    e.covering(KIND, s, version).unwrap().is_some(),
+                    "no golden transcript {s} covers {version}"
+                );
+            }
         }
     }
 
@@ -219,17 +245,18 @@ mod tests {
     fn bless_then_compare_matches_and_a_change_differs() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let e = Expectations::Dir(d.to_path_buf());
         assert!(matches!(
-            compare(d, &record("completed")).unwrap(),
-            Some(Compared::Missing(_))
+            compare(&e, &record("completed")).unwrap(),
+            Some(Compared::Missing)
         ));
         let written = bless(d, &[record("completed")]).unwrap();
         assert_eq!(written, [path(d, "0.171.0", "streaming_deltas")]);
         assert!(matches!(
-            compare(d, &record("completed")).unwrap(),
+            compare(&e, &record("completed")).unwrap(),
             Some(Compared::Matched(_))
         ));
-        let (text, ok) = check_all(d, &[record("interrupted")]).unwrap();
+        let (text, ok) = check_all(&e, &[record("interrupted")]).unwrap();
         assert!(!ok);
         assert!(text.contains("value \"interrupted\""), "{text}");
         assert!(
@@ -239,6 +266,26 @@ mod tests {
         assert!(text.contains("--bless --filter streaming_deltas"), "{text}");
         let mut unlisted = record("completed");
         unlisted.scenario = "other";
-        assert_eq!(compare(d, &unlisted).unwrap(), None);
+        assert_eq!(compare(&e, &unlisted).unwrap(), None);
+        // A later release is judged by 0.171.0's file, and needs none of its own while its
+        // transcript keeps that shape.
+        let mut later = record("completed");
+        later.label = "codex-0.172.0".into();
+        assert!(matches!(
+            compare(&e, &later).unwrap(),
+            Some(Compared::Matched(_))
+        ));
+        assert!(bless(d, std::slice::from_ref(&later)).unwrap().is_empty());
+        later.label = "codex-0.173.0".into();
+        let (text, _) = check_all(
+            &e,
+            &[{
+                let mut r = record("interrupted");
+                r.label = "codex-0.173.0".into();
+                r
+            }],
+        )
+        .unwrap();
+        assert!(text.contains("recorded on 0.171.0"), "{text}");
     }
 }

@@ -218,6 +218,7 @@ mod tests {
             observations: Vec::new(),
             transcripts: Vec::new(),
             checked: None,
+            drift: Vec::new(),
         }
     }
 

@@ -34,13 +34,14 @@
 //! `versions` lists exact versions (`"0.131.0"`) and ranges: `">=0.161.0"`, `">0.131.0"`,
 //! `"<=0.161.0"`, `"<0.171.0"`, and `"A..B"` (from A included to B excluded).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::codex::versions::sort_key;
+use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
 
 /// The environment variable that points at another baselines file (or a directory holding
@@ -241,6 +242,95 @@ struct File {
     expected: Vec<Expected>,
 }
 
+/// Every entry of one or more baselines files, checked, and where they came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Baselines {
+    /// Where the entries were read from, for messages.
+    pub source: String,
+    /// The entries, in file order.
+    pub entries: Vec<Expected>,
+}
+
+/// The baselines file inside an expectations directory (`fixtures/`).
+pub const RELATIVE_PATH: &str = "expected/baselines.json";
+
+impl Baselines {
+    /// The built-in baselines: `$CODEX_PARITY_EXPECTED` (a file, or a directory holding
+    /// `baselines.json`; it must exist), else `expected/baselines.json` of this process's
+    /// expectations (compiled in, or `--fixtures DIR`), which must have one.
+    pub fn builtin() -> anyhow::Result<Baselines> {
+        if let Some(location) = std::env::var_os(EXPECTED_DIR_ENV).filter(|v| !v.is_empty()) {
+            return Baselines::read(Path::new(&location))
+                .with_context(|| format!("{EXPECTED_DIR_ENV}={}", location.to_string_lossy()));
+        }
+        let expectations = Expectations::current()?;
+        let source = expectations.name_of(RELATIVE_PATH);
+        match expectations.read(RELATIVE_PATH)? {
+            Some(text) => Baselines::parse(&text, &source),
+            None => anyhow::bail!(
+                "{source} does not exist: an expectations directory holds its baselines there \
+                 ({{\"expected\": []}} for none)"
+            ),
+        }
+    }
+
+    /// The baselines at `location`: a file, or a directory holding `baselines.json`. A
+    /// missing or unreadable file is an error naming it, never an empty baseline.
+    pub fn read(location: &Path) -> anyhow::Result<Baselines> {
+        let path = if location.is_dir() {
+            old_layout(location)?;
+            location.join(FILE_NAME)
+        } else {
+            location.to_path_buf()
+        };
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the baselines file {}", path.display()))?;
+        Baselines::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks the text of a baselines file read from `source`.
+    pub fn parse(text: &str, source: &str) -> anyhow::Result<Baselines> {
+        let file: File = serde_json::from_str(text).with_context(|| {
+            format!(
+                "{source} is not a baselines file ({{\"expected\": [{{\"scenario\", \"key\", \"observed\" or \"observed_any\", \"versions\", \"reason\", \"contradicts\"}}]}})"
+            )
+        })?;
+        for (i, e) in file.expected.iter().enumerate() {
+            e.check()
+                .with_context(|| format!("{source} entry #{i} ({} {})", e.scenario, e.key))?;
+        }
+        Ok(Baselines {
+            source: source.to_string(),
+            entries: file.expected,
+        })
+    }
+
+    /// Adds the entries of `other` (an integrator's own beside the built-in ones).
+    pub fn extend(&mut self, other: Baselines) {
+        if self.source.is_empty() {
+            self.source = other.source;
+        } else if !other.source.is_empty() {
+            self.source = format!("{} + {}", self.source, other.source);
+        }
+        self.entries.extend(other.entries);
+    }
+
+    /// The baseline of `version`: the entries that apply to it.
+    pub fn for_version(&self, version: &str) -> Baseline {
+        Baseline {
+            codex: version.to_string(),
+            expected: self
+                .entries
+                .iter()
+                .filter(|e| e.applies_to(version))
+                .cloned()
+                .collect(),
+            source: self.source.clone(),
+            strict: false,
+        }
+    }
+}
+
 /// The baseline of one version: the entries that apply to it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
@@ -248,78 +338,25 @@ pub struct Baseline {
     pub codex: String,
     /// The known divergences that apply to it.
     pub expected: Vec<Expected>,
-    /// Where it was read from (empty when there is no file).
-    pub path: PathBuf,
+    /// Where it was read from, for messages (empty when there is no file).
+    pub source: String,
     /// Any drift fails (`run --strict`, `CODEX_PARITY_STRICT=1`).
     pub strict: bool,
 }
 
 impl Baseline {
-    /// The default baselines location: `$CODEX_PARITY_EXPECTED`, else the repository's
-    /// `fixtures/expected` (holding `baselines.json`).
-    pub fn default_dir() -> PathBuf {
-        std::env::var_os(EXPECTED_DIR_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/expected"))
-    }
-
-    /// Every entry of the baselines at `location` (a file, or a directory holding
-    /// `baselines.json`), checked; none when the file does not exist.
-    pub fn read_all(location: &Path) -> anyhow::Result<(PathBuf, Vec<Expected>)> {
-        let path = if location.is_dir() {
-            location.join(FILE_NAME)
-        } else {
-            location.to_path_buf()
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                old_layout(location)?;
-                return Ok((path, Vec::new()));
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        let file: File = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a baselines file ({{\"expected\": [{{\"scenario\", \"key\", \"observed\" or \"observed_any\", \"versions\", \"reason\", \"contradicts\"}}]}})",
-                path.display()
-            )
-        })?;
-        for (i, e) in file.expected.iter().enumerate() {
-            e.check().with_context(|| {
-                format!("{} entry #{i} ({} {})", path.display(), e.scenario, e.key)
-            })?;
-        }
-        Ok((path, file.expected))
-    }
-
-    /// The baseline of `version` from `location` (see [`Baseline::read_all`]).
-    pub fn load(location: &Path, version: &str) -> anyhow::Result<Baseline> {
-        let (path, all) = Baseline::read_all(location)?;
-        Ok(Baseline {
-            codex: version.to_string(),
-            expected: all.into_iter().filter(|e| e.applies_to(version)).collect(),
-            path,
-            strict: false,
-        })
+    /// The built-in baseline of `version` (see [`Baselines::builtin`]).
+    pub fn builtin(version: &str) -> anyhow::Result<Baseline> {
+        Ok(Baselines::builtin()?.for_version(version))
     }
 
     /// Adds the entries of the baselines at `location` (a file, or a directory holding
     /// `baselines.json`) that apply to this baseline's version: an integrator's own
-    /// baselines beside the built-in ones. A missing file is an error here.
+    /// baselines beside the built-in ones. A missing file is an error.
     pub fn add(&mut self, location: &Path) -> anyhow::Result<()> {
-        let file = if location.is_dir() {
-            location.join(FILE_NAME)
-        } else {
-            location.to_path_buf()
-        };
-        if !file.is_file() {
-            anyhow::bail!("{} does not exist", file.display());
-        }
-        let (_, all) = Baseline::read_all(&file)?;
-        let version = self.codex.clone();
-        self.expected
-            .extend(all.into_iter().filter(|e| e.applies_to(&version)));
+        let more = Baselines::read(location)?.for_version(&self.codex);
+        self.source = format!("{} + {}", self.source, more.source);
+        self.expected.extend(more.expected);
         Ok(())
     }
 
@@ -374,7 +411,7 @@ impl Baseline {
                 [] if entry.intermittent => {}
                 [] => problems.push(format!(
                     "{} expects {} = {} on {} ({}), but it did not happen: remove or narrow the entry",
-                    self.path.display(),
+                    self.source,
                     entry.key,
                     entry.listed(),
                     self.codex,
@@ -447,7 +484,7 @@ mod tests {
                 entry("goal.interrupt_leaves_status", json!("active"), true),
                 racy,
             ],
-            path: "fixtures/expected/baselines.json".into(),
+            source: "fixtures/expected/baselines.json".into(),
             strict: false,
         }
     }
@@ -657,12 +694,17 @@ mod tests {
     #[test]
     fn files_load_check_and_filter_by_version() {
         let dir = tempfile::tempdir().unwrap();
-        let empty = Baseline::load(dir.path(), "0.1.0").unwrap();
-        assert!(empty.expected.is_empty());
+        // A named file that is not there is an error naming it, never an empty baseline.
+        let e = Baselines::read(dir.path()).unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&dir.path().join(FILE_NAME).display().to_string()),
+            "{e:#}"
+        );
+        assert!(Baselines::read(&dir.path().join("none.json")).is_err());
         // A directory of the former per-version files is refused, not read as empty.
         let old = tempfile::tempdir().unwrap();
         std::fs::write(old.path().join("0.171.0.json"), "{}").unwrap();
-        let e = Baseline::load(old.path(), "0.171.0").unwrap_err();
+        let e = Baselines::read(old.path()).unwrap_err();
         assert!(format!("{e:#}").contains("former layout"), "{e:#}");
         let write = |text: &str| std::fs::write(dir.path().join(FILE_NAME), text).unwrap();
         write(
@@ -671,16 +713,16 @@ mod tests {
               {"scenario":"s","key":"j","observed_any":[0,87],"versions":["0.1.0"],"reason":"r","contradicts":true}
             ]}"#,
         );
-        let b = Baseline::load(dir.path(), "0.2.0").unwrap();
+        let all = Baselines::read(dir.path()).unwrap();
+        let b = all.for_version("0.2.0");
         assert_eq!(b.expected.len(), 1);
         assert_eq!(b.expected[0].observed, Some(Value::Null));
-        assert_eq!(
-            Baseline::load(dir.path(), "0.1.0").unwrap().expected.len(),
-            1
-        );
+        assert_eq!(all.for_version("0.1.0").expected.len(), 1);
         // A file path works as well as its directory.
         let file = dir.path().join(FILE_NAME);
-        assert_eq!(Baseline::load(&file, "0.3.0").unwrap().expected.len(), 1);
+        let from_file = Baselines::read(&file).unwrap();
+        assert_eq!(from_file.for_version("0.3.0").expected.len(), 1);
+        assert_eq!(from_file.source, file.display().to_string());
         for bad in [
             // no contradicts
             r#"{"expected":[{"scenario":"s","key":"k","observed":1,"versions":["0.1.0"],"reason":"r"}]}"#,
@@ -695,7 +737,7 @@ mod tests {
             "{",
         ] {
             write(bad);
-            assert!(Baseline::load(dir.path(), "0.1.0").is_err(), "{bad}");
+            assert!(Baselines::read(dir.path()).is_err(), "{bad}");
         }
     }
 
@@ -717,7 +759,7 @@ mod tests {
             )]
         };
         for (version, listed) in [("0.165.0", true), ("0.168.0", true), ("0.169.0", false)] {
-            let b = Baseline::load(&Baseline::default_dir(), version).unwrap();
+            let b = Baseline::builtin(version).unwrap();
             assert_eq!(
                 b.entries(scenario).count(),
                 usize::from(listed),
@@ -738,9 +780,9 @@ mod tests {
 
     #[test]
     fn the_repository_baselines_parse() {
-        let (path, all) = Baseline::read_all(&Baseline::default_dir()).unwrap();
-        assert!(!all.is_empty(), "{} has no entries", path.display());
-        for e in &all {
+        let all = Baselines::builtin().unwrap();
+        assert!(!all.entries.is_empty(), "{} has no entries", all.source);
+        for e in &all.entries {
             assert!(!e.key.is_empty() && !e.reason.is_empty(), "{}", e.scenario);
         }
     }

@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod bisect;
 pub mod codex_env;
 pub mod conformance;
+pub mod expectations;
 pub mod home_template;
 pub mod outcome;
 pub mod proxy;

@@ -2,7 +2,7 @@
 //! record per scenario and binary. Shared by the test harness and `codex-parity run`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::baseline::{Baseline, Drift};
+use crate::harness::baseline::{Baseline, Baselines, Drift};
 use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -35,17 +35,18 @@ pub struct Target {
     pub baseline: Arc<Baseline>,
 }
 
-/// Reads the capabilities of every binary and its baseline from `expected_dir`.
+/// Reads the capabilities of every binary; its baseline is its version's entries of
+/// `baselines`.
 pub async fn prepare(
     binaries: Vec<CodexBinary>,
-    expected_dir: &Path,
+    baselines: &Baselines,
 ) -> anyhow::Result<Vec<Target>> {
     let mut targets = Vec::new();
     for binary in binaries {
         let caps = Capabilities::detect(&binary)
             .await
             .with_context(|| format!("reading the protocol schema of {}", binary.path.display()))?;
-        let baseline = Baseline::load(expected_dir, &binary.version)?;
+        let baseline = baselines.for_version(&binary.version);
         targets.push(Target {
             binary,
             caps: Arc::new(caps),
@@ -219,6 +220,8 @@ pub struct Record {
     pub transcripts: Vec<Connection>,
     /// What checking it against codex's own schema found (see [`Ran::checked`]).
     pub checked: Option<Checked>,
+    /// The drift it reported, before the baseline judged it (what a sweep's audit reads).
+    pub drift: Vec<Drift>,
 }
 
 impl Record {
@@ -233,6 +236,7 @@ impl Record {
             observations: Vec::new(),
             transcripts: Vec::new(),
             checked: None,
+            drift: Vec::new(),
         }
     }
 }
@@ -319,6 +323,7 @@ pub async fn run_shard_until(
             record.observations = ran.observations;
             record.transcripts = ran.transcripts;
             record.checked = ran.checked;
+            record.drift = ran.drift;
             on_done(&record);
             (i, record)
         });

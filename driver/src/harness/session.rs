@@ -38,7 +38,7 @@ use anyhow::Context;
 use crate::codex::binaries::{self, BinaryRequest, CodexBinary};
 use crate::codex::capabilities::Capabilities;
 use crate::codex::install::{Cache, StderrProgress};
-use crate::harness::baseline::Baseline;
+use crate::harness::baseline::Baselines;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::{self, Ran, Target};
 use crate::harness::scenario::Scenario;
@@ -56,7 +56,7 @@ impl Session {
     /// A session on `binary`: its schema is read (about a second), its version's entries
     /// of the built-in baselines apply; worlds start their sidecar with `sidecar`.
     pub async fn new(binary: CodexBinary, sidecar: SidecarLauncher) -> anyhow::Result<Session> {
-        let target = runner::prepare(vec![binary], &Baseline::default_dir())
+        let target = runner::prepare(vec![binary], &Baselines::builtin()?)
             .await?
             .pop()
             .context("no target prepared")?;

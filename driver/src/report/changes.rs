@@ -115,6 +115,7 @@ mod tests {
             duration: Duration::ZERO,
             observations: Vec::new(),
             checked: None,
+            drift: Vec::new(),
         };
         let matrix = Matrix {
             shard: None,

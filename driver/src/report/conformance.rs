@@ -137,6 +137,7 @@ mod tests {
             duration: Duration::ZERO,
             observations: Vec::new(),
             checked,
+            drift: Vec::new(),
         }
     }
 

@@ -18,7 +18,10 @@
 //! `contradicts` (listed drift that contradicts the scenario's headline claim, with `notes`),
 //! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario recorded
 //! about that codex (which edit path it took, a skipped golden comparison); `schema` what
-//! checking its transcripts against codex's own schema found (counts and drift). `codex` and
+//! checking its transcripts against codex's own schema found (counts and drift); `drift`
+//! every divergence the scenario reported (`key`, `observed`, `message`) before the
+//! baseline judged it, so a sweep's results say what each release did whatever the
+//! baselines then said (`codex-parity baselines audit` reads them). `codex` and
 //! `scenarios` list the whole plan, also in a shard, whose `results` hold only its own cells.
 //! Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
@@ -29,6 +32,7 @@ use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{Column, Entry, Matrix, Row};
+use crate::harness::baseline::Drift;
 use crate::harness::conformance::Checked;
 use crate::harness::outcome::Outcome;
 use crate::harness::shard::Shard;
@@ -89,6 +93,8 @@ struct ResultJson {
     observations: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     schema: Option<Checked>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    drift: Vec<Drift>,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -143,6 +149,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         notes,
         observations: clean(e.observations.clone()),
         schema: e.checked.clone(),
+        drift: e.drift.clone(),
     }
 }
 
@@ -203,6 +210,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             duration: Duration::from_millis(r.duration_ms),
             observations: r.observations,
             checked: r.schema,
+            drift: r.drift,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure};
 
 use crate::codex::binaries::CodexBinary;
+use crate::harness::baseline::Drift;
 use crate::harness::conformance::Checked;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
@@ -50,6 +51,9 @@ pub struct Entry {
     /// What checking its transcripts against codex's own schema found (`None`: not
     /// checked).
     pub checked: Option<Checked>,
+    /// The drift it reported before the baseline judged it: every key with the value codex
+    /// showed (what `baselines audit` reads back from a sweep's results).
+    pub drift: Vec<Drift>,
 }
 
 /// Counts of one column's outcomes.
@@ -116,6 +120,7 @@ impl Matrix {
                 duration: r.duration,
                 observations: r.observations.clone(),
                 checked: r.checked.clone(),
+                drift: r.drift.clone(),
             })
             .collect();
         let mut matrix = Matrix {
@@ -373,6 +378,16 @@ pub(crate) mod tests {
                 )],
                 ..Checked::default()
             }),
+            // Raw drift on a drifting row, so results.json carries it both ways.
+            drift: if s == "beta" {
+                vec![crate::harness::baseline::Drift::new(
+                    "turn.status",
+                    serde_json::json!("failed"),
+                    "the turn failed",
+                )]
+            } else {
+                Vec::new()
+            },
         };
         Matrix {
             shard: None,

@@ -232,6 +232,7 @@ mod tests {
             observations: Vec::new(),
             transcripts: Vec::new(),
             checked: None,
+            drift: Vec::new(),
         };
         assert_eq!(
             p.line(&record("codex-a")),

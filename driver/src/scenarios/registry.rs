@@ -41,7 +41,7 @@ mod tests {
     use super::*;
     use crate::codex::binaries::CodexBinary;
     use crate::drift::golden;
-    use crate::harness::baseline::Baseline;
+    use crate::harness::baseline::Baselines;
     use crate::harness::scenario::test_name;
     use crate::harness::shard::Shard;
 
@@ -86,13 +86,13 @@ mod tests {
 
     #[test]
     fn the_repository_baselines_name_registered_scenarios() {
-        let (path, all) = Baseline::read_all(&Baseline::default_dir()).unwrap();
+        let all = Baselines::builtin().unwrap();
         let names = names();
-        for e in &all {
+        for e in &all.entries {
             assert!(
                 names.contains(&e.scenario.as_str()),
                 "{}: {}",
-                path.display(),
+                all.source,
                 e.scenario
             );
         }

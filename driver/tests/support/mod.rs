@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baseline;
+use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::run_scenario;
 use codex_parity::harness::runner::{self, Target};
@@ -31,7 +31,7 @@ pub(crate) async fn pinned_target() -> Target {
         binaries::resolve_spec(&pinned, &Cache::from_env().unwrap(), &StderrProgress::new())
             .await
             .unwrap();
-    runner::prepare(vec![binary], &Baseline::default_dir())
+    runner::prepare(vec![binary], &Baselines::builtin().unwrap())
         .await
         .unwrap()
         .remove(0)
@@ -83,6 +83,8 @@ impl Sandbox {
         for d in [&tmp, &home, &cwd, &expected] {
             std::fs::create_dir_all(d).expect("sandbox directory");
         }
+        std::fs::write(expected.join("baselines.json"), "{\"expected\": []}\n")
+            .expect("an empty baselines file");
         Sandbox {
             root,
             tmp,
