@@ -254,6 +254,7 @@ fn hostile_matrix() -> Matrix {
                 },
                 checked: None,
                 drift: Vec::new(),
+                failure: None,
             });
         }
     }

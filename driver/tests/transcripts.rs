@@ -142,6 +142,7 @@ async fn golden_transcripts_match_on_the_pinned_version() {
             transcripts: ran.transcripts,
             checked: None,
             drift: Vec::new(),
+            failure: None,
         };
         match golden_transcript::compare(&expectations, &record).unwrap() {
             Some(Compared::Matched(_)) => {}
@@ -181,6 +182,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
             transcripts: ran.transcripts,
             checked: None,
             drift: Vec::new(),
+            failure: None,
         });
         bins.push(binary);
     }

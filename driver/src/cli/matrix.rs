@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
@@ -21,7 +20,8 @@ pub(crate) struct MatrixArgs {
     /// beside those versions. Wins over CODEX_TEST_BINS.
     #[arg(long = "codex-bin", value_name = "PATH")]
     pub(crate) codex_bin: Vec<PathBuf>,
-    /// A codex version to install from npm and test (repeatable).
+    /// A codex version to install from npm and test (repeatable); `latest` is the release
+    /// npm's latest dist-tag points at (for a scheduled job against each new release).
     #[arg(long = "codex-version", value_name = "VERSION")]
     pub(crate) codex_version: Vec<String>,
     /// Test the whole comparison set of fixtures/codex-versions.json.
@@ -92,15 +92,14 @@ pub(crate) async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexB
 
 /// The releases of a sweep: every `every`-th stable release of the range `A..B` on npm.
 async fn sweep(range: &str, every: usize) -> anyhow::Result<Vec<String>> {
-    let (from, to) = install::parse_range(range)?;
-    let published = install::published_releases(install::current_platform()?).await?;
-    let all =
-        install::between(&published, &from, &to).with_context(|| format!("--releases {range}"))?;
+    let (all, _) = install::releases_in(range, install::current_platform()?).await?;
     let picked = install::every_nth(&all, every);
     eprintln!(
-        "codex-parity: sweeping {} of the {} releases from {from} to {to}: {}",
+        "codex-parity: sweeping {} of the {} releases from {} to {}: {}",
         picked.len(),
         all.len(),
+        all.first().map_or("", String::as_str),
+        all.last().map_or("", String::as_str),
         picked.join(", ")
     );
     Ok(picked)

@@ -11,6 +11,7 @@ mod schema_diff;
 mod sidecar;
 mod sources;
 mod surface;
+mod sweep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ use bench::BenchArgs;
 use bisect::BisectArgs;
 use run::RunArgs;
 use surface::SurfaceCommand;
+use sweep::{AuditArgs, SweepArgs};
 
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
@@ -180,6 +182,27 @@ enum Command {
     /// version, npm unreachable, an install that failed, --filter not naming one scenario).
     #[command(verbatim_doc_comment)]
     Bisect(BisectArgs),
+    /// Run the default catalogue on every stable release of a range, then audit the
+    /// baselines against what each release did (see `baselines audit`).
+    ///
+    /// One release at a time, each as its own `codex-parity run --codex-version V --report
+    /// DIR/V`, the cache kept under --cache-max (least recently used releases evicted as
+    /// each is installed). A release whose DIR/V/results.json exists is not run again, so
+    /// a stopped sweep resumes. About 40 s a release on 2 cores, plus 10-20 s to install.
+    ///
+    /// Examples:
+    ///   codex-parity sweep --out sweep                      # 0.131.0 (oldest compared) to latest
+    ///   codex-parity sweep --releases 0.150.0..0.161.0 --out sweep --cache-max 2G
+    ///   codex-parity sweep --out sweep --table docs/releases.md   # and rewrite the table
+    ///
+    /// Exit status: 0 when every cell passes or drifts as listed and the audit finds
+    /// nothing, 1 otherwise, 2 on errors (npm unreachable, a run that wrote no results),
+    /// 130/143 when stopped (the running release's processes are stopped first).
+    #[command(verbatim_doc_comment)]
+    Sweep(SweepArgs),
+    /// Check the baselines against what releases did.
+    #[command(subcommand)]
+    Baselines(BaselinesCommand),
     /// Show what changed in the app-server protocol between two codex versions.
     ///
     /// Runs `codex app-server generate-json-schema --experimental` for A and B and reports
@@ -249,6 +272,32 @@ enum Command {
     },
 }
 
+/// The subcommands of `baselines`.
+#[derive(Debug, Subcommand)]
+enum BaselinesCommand {
+    /// Judge a sweep's results again by today's baselines and audit every entry.
+    ///
+    /// Reads DIR/VERSION/results.json (from `codex-parity sweep --out DIR`, or any runs'
+    /// --report directories): the raw drift and failures each cell kept, judged again by
+    /// the baselines (compiled in, --fixtures, or CODEX_PARITY_EXPECTED). Prints the counts
+    /// per release, every cell that now fails, and the findings:
+    ///   stale: ENTRY did not happen on RELEASES; the sweep supports RANGES
+    ///   unlisted: SCENARIO KEY = VALUE on RELEASES (seen on RANGES)
+    ///   overlap / contradicting: two entries list the same drift on RELEASES
+    ///   not swept: published releases inside the sweep's span that it did not run
+    /// RANGES are written as a baseline's `versions` would be: each ends where codex changed.
+    ///
+    /// Examples:
+    ///   codex-parity baselines audit sweep
+    ///   codex-parity baselines audit sweep --table docs/releases.md
+    ///
+    /// Exit status: 0 when no cell fails and nothing is found, 1 otherwise, 2 on bad input
+    /// (an unreadable results.json, an entry naming no known scenario, a range that
+    /// includes no published release: the entry is named).
+    #[command(verbatim_doc_comment)]
+    Audit(AuditArgs),
+}
+
 impl Cli {
     /// Runs the subcommand; its exit status.
     pub(crate) fn run(self) -> ExitCode {
@@ -278,6 +327,10 @@ impl Cli {
                 with_runtime(schema_diff::schema_diff(from, to, json))
             }
             Command::Surface { command } => with_runtime(surface::surface(command)),
+            Command::Sweep(args) => with_runtime(sweep::sweep(args)),
+            Command::Baselines(BaselinesCommand::Audit(args)) => {
+                with_runtime(sweep::baselines_audit(args))
+            }
         }
     }
 }

@@ -63,7 +63,7 @@ pub(crate) struct RunArgs {
 /// The first of SIGINT (Ctrl-C) or SIGTERM, as the exit status it calls for (130, 143).
 /// The handlers are installed when this is called, so no signal between then and the
 /// first poll is lost or takes the default action.
-fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = u8>> {
+pub(crate) fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = u8>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).context("handling SIGINT")?;
     let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;

@@ -152,7 +152,7 @@ pub async fn resolve_spec(
 
 /// Whether [`resolve_spec`] takes `spec` for a version rather than a path.
 fn is_version_spec(spec: &str) -> bool {
-    versions::is_version(spec) && !Path::new(spec).exists()
+    (versions::is_version(spec) || spec == install::LATEST) && !Path::new(spec).exists()
 }
 
 /// Splits a `CODEX_TEST_BINS` value like `PATH` (`:` on Unix), dropping empty entries.

@@ -14,8 +14,9 @@
 //! - a release older than every golden file fails, naming the oldest.
 //!
 //! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
-//! files of the listed scenarios that passed (or drifted as their baseline expects) on each
-//! binary run, from the requests they captured ([`bless`]), into a checkout's `fixtures/`
+//! files of the listed scenarios that ran to their end on each binary (passed, or differed
+//! only in drift, listed or not: drift is the baselines' to judge, see
+//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), into a checkout's `fixtures/`
 //! ([`Expectations::bless_dir`]); a release whose requests equal the file that already
 //! covers it gets none. Review the diff first.
 //!
@@ -254,8 +255,8 @@ impl std::fmt::Display for BlessOutcome {
     }
 }
 
-/// Writes the golden files of the listed scenarios from `records` (those that passed or
-/// drifted as expected), for the binaries that ran them, into the expectations directory
+/// Writes the golden files of the listed scenarios from `records` (those that ran to their
+/// end), for the binaries that ran them, into the expectations directory
 /// `root`; returns what happened to each scenario run (one [`BlessOutcome`] each). A
 /// release whose requests equal the golden file already covering it gets no file.
 pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<BlessOutcome> {
@@ -271,17 +272,20 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<B
             report.push(skipped(": no binary with that label".into()));
             continue;
         };
-        match &r.outcome {
-            Outcome::Passed | Outcome::Drift(_) | Outcome::Contradicts(_) => {}
-            Outcome::Failed(why) => {
-                let first = why.lines().next().unwrap_or("");
-                report.push(skipped(format!(" failed: {first}")));
-                continue;
-            }
-            Outcome::NotApplicable(why) => {
-                report.push(skipped(format!(" is not applicable: {why}")));
-                continue;
-            }
+        if !r.ran_to_end() {
+            let why = match &r.outcome {
+                Outcome::NotApplicable(why) => format!(" is not applicable: {why}"),
+                other => {
+                    let why = r
+                        .failure
+                        .clone()
+                        .or_else(|| other.detail())
+                        .unwrap_or_default();
+                    format!(" failed: {}", why.lines().next().unwrap_or(""))
+                }
+            };
+            report.push(skipped(why));
+            continue;
         }
         let golden = Golden {
             codex: binary.version.clone(),
@@ -441,6 +445,10 @@ mod tests {
             scenario,
             id: "E1",
             label: binary.label(),
+            failure: match &outcome {
+                Outcome::Failed(why) if why.starts_with("boom") => Some(why.clone()),
+                _ => None,
+            },
             outcome,
             duration: Duration::ZERO,
             requests: vec![captured.clone()],
@@ -456,9 +464,18 @@ mod tests {
                 Outcome::Failed("boom\nmore".into()),
             ),
             record("smoke_uses_mock_responses", Outcome::Passed),
+            // Failed only by drift no baseline lists: it ran to its end, so it is blessed.
+            record(
+                "request_shape_developer_instructions",
+                Outcome::Failed("drift not in the baseline: k = 1 (m)".into()),
+            ),
         ];
         let report = bless(&records, std::slice::from_ref(&binary), dir.path());
-        assert_eq!(report.len(), 2, "{report:?}");
+        assert_eq!(report.len(), 3, "{report:?}");
+        assert!(
+            matches!(&report[2], BlessOutcome::Wrote { .. }),
+            "{report:?}"
+        );
         assert!(
             matches!(&report[0], BlessOutcome::Wrote { requests: 1, .. }),
             "{report:?}"

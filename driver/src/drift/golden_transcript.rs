@@ -9,8 +9,8 @@
 //! that has its own, see [`crate::harness::expectations`]) by
 //! [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and their JSON
 //! types, enum values; not texts or ids): any difference fails the run with the lines.
-//! `codex-parity run --bless` writes the files instead, from the scenarios that passed (or
-//! drifted as their baseline expects), only for a release whose shape differs from the file
+//! `codex-parity run --bless` writes the files instead, from the scenarios that ran to their
+//! end, only for a release whose shape differs from the file
 //! already covering it; review the diff first.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +21,6 @@ use serde_json::Value;
 use crate::drift::transcript::{self, document};
 use crate::drift::transcript_diff::{changes, shape};
 use crate::harness::expectations::Expectations;
-use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 
 /// The folder of the expectations that holds golden transcripts.
@@ -57,14 +56,9 @@ pub enum Compared {
 }
 
 /// Whether a record is one a golden transcript is kept for: a listed scenario that ran to
-/// the end (passed or drifted as its baseline expects).
+/// its end ([`Record::ran_to_end`]: drift, listed or not, is the baselines' to judge).
 fn golden_worthy(record: &Record) -> bool {
-    SCENARIOS.contains(&record.scenario)
-        && !record.transcripts.is_empty()
-        && matches!(
-            record.outcome,
-            Outcome::Passed | Outcome::Drift(_) | Outcome::Contradicts(_)
-        )
+    SCENARIOS.contains(&record.scenario) && !record.transcripts.is_empty() && record.ran_to_end()
 }
 
 fn version_of(record: &Record) -> &str {
@@ -158,15 +152,17 @@ pub fn check_all(
 }
 
 /// Writes the golden files of the listed scenarios that ran to the end into the
-/// expectations directory `root`, but for a release whose transcript has the shape of the
-/// golden file already covering it there; returns the files written.
+/// expectations directory `root`, but none for a transcript with the shape of the golden
+/// file already covering its release there (its own or an earlier release's); returns the
+/// files written.
 pub fn bless(root: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
     let there = Expectations::Dir(root.to_path_buf());
     let mut written = Vec::new();
     for r in records.iter().filter(|r| golden_worthy(r)) {
         let own = path(root, version_of(r), r.scenario);
-        if !own.exists()
-            && let Some((_, _, lines)) = against_covering(&there, r)?
+        // Same shape as the file covering it (its own or an earlier release's): nothing to
+        // write (texts and ids may differ from run to run; the shape is what is compared).
+        if let Some((_, _, lines)) = against_covering(&there, r)?
             && lines.is_empty()
         {
             continue;
@@ -191,6 +187,7 @@ mod tests {
 
     use super::*;
     use crate::app_server::transcript::{Sent, SentKind};
+    use crate::harness::outcome::Outcome;
     use crate::harness::tally::Connection;
 
     fn record(status: &str) -> Record {
@@ -215,6 +212,7 @@ mod tests {
             }],
             checked: None,
             drift: Vec::new(),
+            failure: None,
         }
     }
 
@@ -252,6 +250,8 @@ mod tests {
         ));
         let written = bless(d, &[record("completed")]).unwrap();
         assert_eq!(written, [path(d, "0.171.0", "streaming_deltas")]);
+        // The same shape again: the file is left as it is.
+        assert!(bless(d, &[record("completed")]).unwrap().is_empty());
         assert!(matches!(
             compare(&e, &record("completed")).unwrap(),
             Some(Compared::Matched(_))

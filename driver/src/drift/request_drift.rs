@@ -219,6 +219,7 @@ mod tests {
             transcripts: Vec::new(),
             checked: None,
             drift: Vec::new(),
+            failure: None,
         }
     }
 

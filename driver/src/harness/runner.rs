@@ -222,9 +222,21 @@ pub struct Record {
     pub checked: Option<Checked>,
     /// The drift it reported, before the baseline judged it (what a sweep's audit reads).
     pub drift: Vec<Drift>,
+    /// Why it failed, before the baseline judged its drift (see [`Ran::failure`]).
+    pub failure: Option<String>,
 }
 
 impl Record {
+    /// Whether the scenario got to its end: every check held but perhaps for drift (listed
+    /// or not: drift is the baselines' to judge). What a golden file may be written from.
+    pub fn ran_to_end(&self) -> bool {
+        match self.outcome {
+            Outcome::Passed | Outcome::Drift(_) | Outcome::Contradicts(_) => true,
+            Outcome::Failed(_) => self.failure.is_none(),
+            Outcome::NotApplicable(_) => false,
+        }
+    }
+
     fn new(scenario: &Scenario, target: &Target, outcome: Outcome, duration: Duration) -> Record {
         Record {
             scenario: scenario.name,
@@ -237,6 +249,7 @@ impl Record {
             transcripts: Vec::new(),
             checked: None,
             drift: Vec::new(),
+            failure: None,
         }
     }
 }
@@ -324,6 +337,7 @@ pub async fn run_shard_until(
             record.transcripts = ran.transcripts;
             record.checked = ran.checked;
             record.drift = ran.drift;
+            record.failure = ran.failure;
             on_done(&record);
             (i, record)
         });
@@ -338,8 +352,10 @@ pub async fn run_shard_until(
                 Some(Ok((_, (i, record)))) => records[i] = Some(record),
                 Some(Err(e)) => {
                     let Some(&i) = task_of.get(&e.id()) else { continue };
-                    let outcome = Outcome::Failed(format!("the scenario panicked: {e}"));
-                    let record = Record::new(jobs[i].1, jobs[i].0, outcome, Duration::ZERO);
+                    let why = format!("the scenario panicked: {e}");
+                    let mut record =
+                        Record::new(jobs[i].1, jobs[i].0, Outcome::Failed(why.clone()), Duration::ZERO);
+                    record.failure = Some(why);
                     on_done(&record);
                     records[i] = Some(record);
                 }

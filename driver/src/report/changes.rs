@@ -116,6 +116,7 @@ mod tests {
             observations: Vec::new(),
             checked: None,
             drift: Vec::new(),
+            failure: None,
         };
         let matrix = Matrix {
             shard: None,

@@ -138,6 +138,7 @@ mod tests {
             observations: Vec::new(),
             checked,
             drift: Vec::new(),
+            failure: None,
         }
     }
 

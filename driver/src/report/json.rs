@@ -20,8 +20,9 @@
 //! about that codex (which edit path it took, a skipped golden comparison); `schema` what
 //! checking its transcripts against codex's own schema found (counts and drift); `drift`
 //! every divergence the scenario reported (`key`, `observed`, `message`) before the
-//! baseline judged it, so a sweep's results say what each release did whatever the
-//! baselines then said (`codex-parity baselines audit` reads them). `codex` and
+//! baseline judged it, and `failure` why it failed on its own (before any baseline), so a
+//! sweep's results say what each release did whatever the baselines then said
+//! (`codex-parity baselines audit` reads them and judges again). `codex` and
 //! `scenarios` list the whole plan, also in a shard, whose `results` hold only its own cells.
 //! Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
@@ -95,6 +96,8 @@ struct ResultJson {
     schema: Option<Checked>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     drift: Vec<Drift>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failure: Option<String>,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -150,6 +153,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         observations: clean(e.observations.clone()),
         schema: e.checked.clone(),
         drift: e.drift.clone(),
+        failure: e.failure.as_deref().map(super::strip_escapes),
     }
 }
 
@@ -211,6 +215,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             observations: r.observations,
             checked: r.schema,
             drift: r.drift,
+            failure: r.failure,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };

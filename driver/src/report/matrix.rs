@@ -54,6 +54,8 @@ pub struct Entry {
     /// The drift it reported before the baseline judged it: every key with the value codex
     /// showed (what `baselines audit` reads back from a sweep's results).
     pub drift: Vec<Drift>,
+    /// Why it failed before the baseline judged its drift (`None`: it got to the end).
+    pub failure: Option<String>,
 }
 
 /// Counts of one column's outcomes.
@@ -121,6 +123,7 @@ impl Matrix {
                 observations: r.observations.clone(),
                 checked: r.checked.clone(),
                 drift: r.drift.clone(),
+                failure: r.failure.clone(),
             })
             .collect();
         let mut matrix = Matrix {
@@ -388,6 +391,7 @@ pub(crate) mod tests {
             } else {
                 Vec::new()
             },
+            failure: (s == "gamma").then(|| "timed out".to_string()),
         };
         Matrix {
             shard: None,

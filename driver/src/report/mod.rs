@@ -6,6 +6,7 @@
 //! with [`Matrix::merge`]. Files are written in (scenario, binary) order, so the same inputs
 //! give the same files except for durations.
 
+pub mod audit;
 pub mod changes;
 pub mod conformance;
 pub mod html;

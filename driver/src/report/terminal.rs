@@ -233,6 +233,7 @@ mod tests {
             transcripts: Vec::new(),
             checked: None,
             drift: Vec::new(),
+            failure: None,
         };
         assert_eq!(
             p.line(&record("codex-a")),

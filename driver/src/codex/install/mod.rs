@@ -113,6 +113,14 @@ pub async fn install_with(
     progress: &dyn Progress,
     options: &InstallOptions,
 ) -> Result<CodexBinary> {
+    let latest;
+    let version = if version == releases::LATEST {
+        latest = releases::latest_release().await?;
+        eprintln!("codex-parity: latest is codex {latest} (npm's dist-tag)");
+        latest.as_str()
+    } else {
+        version
+    };
     versions::check_version(version)?;
     let platform = match options.platform {
         Some(p) => p,

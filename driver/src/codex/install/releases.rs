@@ -30,9 +30,39 @@ pub async fn published_releases(platform: Platform) -> Result<Vec<String>> {
 
 /// Runs `npm view @openai/codex versions --json`: every version string it lists.
 async fn npm_view_versions(npm: &Path) -> Result<Vec<String>> {
-    let spec = format!("{NPM_PACKAGE} (versions)");
+    let stdout = npm_view(npm, &["versions", "--json"]).await?;
+    serde_json::from_slice(&stdout).with_context(|| {
+        format!("`npm view {NPM_PACKAGE} versions --json` did not print a JSON list of versions")
+    })
+}
+
+/// The name that stands for the release npm's `latest` dist-tag points at
+/// (`--codex-version latest`).
+pub const LATEST: &str = "latest";
+
+/// The release npm's `latest` dist-tag of `@openai/codex` points at now.
+pub async fn latest_release() -> Result<String> {
+    let npm = binary::find_on_path("npm".as_ref()).ok_or_else(|| {
+        anyhow!(
+            "cannot find the latest Codex release: `npm` is not on PATH. Install Node.js and \
+             npm (https://nodejs.org), or name a version such as 0.171.0"
+        )
+    })?;
+    let stdout = npm_view(&npm, &["dist-tags.latest"]).await?;
+    let version = String::from_utf8_lossy(&stdout).trim().to_string();
+    versions::check_version(&version).with_context(|| {
+        format!("`npm view {NPM_PACKAGE} dist-tags.latest` printed {version:?}, not a version")
+    })?;
+    Ok(version)
+}
+
+/// Runs `npm view @openai/codex ARGS…` with a time limit: its standard output.
+async fn npm_view(npm: &Path, args: &[&str]) -> Result<Vec<u8>> {
+    let spec = format!("{NPM_PACKAGE} ({})", args.join(" "));
     let run = tokio::process::Command::new(npm)
-        .args(["view", NPM_PACKAGE, "versions", "--json", "--loglevel=warn"])
+        .args(["view", NPM_PACKAGE])
+        .args(args)
+        .arg("--loglevel=warn")
         .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -41,8 +71,9 @@ async fn npm_view_versions(npm: &Path) -> Result<Vec<String>> {
         .await
         .map_err(|_| {
             anyhow!(
-                "`npm view {NPM_PACKAGE} versions` did not answer within {} s; check the \
-                 network or npm's proxy/registry settings (`npm config get registry`)",
+                "`npm view {NPM_PACKAGE} {}` did not answer within {} s; check the network or \
+                 npm's proxy/registry settings (`npm config get registry`)",
+                args.join(" "),
                 VIEW_TIMEOUT.as_secs()
             )
         })?
@@ -51,9 +82,7 @@ async fn npm_view_versions(npm: &Path) -> Result<Vec<String>> {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(npm_error(&spec, &output.status.to_string(), &stderr));
     }
-    serde_json::from_slice(&output.stdout).with_context(|| {
-        format!("`npm view {NPM_PACKAGE} versions --json` did not print a JSON list of versions")
-    })
+    Ok(output.stdout)
 }
 
 /// The stable versions among `all` (plain `X.Y.Z`) whose platform build
@@ -128,12 +157,28 @@ pub fn every_nth(releases: &[String], every: usize) -> Vec<String> {
 /// Parses a sweep range `A..B` (both included) into its ends.
 pub fn parse_range(text: &str) -> Result<(String, String)> {
     let Some((a, b)) = text.split_once("..") else {
-        bail!("--releases {text:?}: expected A..B, for example 0.161.0..0.171.0");
+        bail!(
+            "--releases {text:?}: expected A..B, for example 0.161.0..0.171.0 or 0.131.0..latest"
+        );
     };
-    for v in [a, b] {
+    for v in [a, b].into_iter().filter(|v| *v != LATEST) {
         versions::check_version(v).with_context(|| format!("--releases {text}"))?;
     }
     Ok((a.to_string(), b.to_string()))
+}
+
+/// The published stable releases of the range `A..B` (both included; either end may be
+/// `latest`), oldest first, with every release npm lists for this platform.
+pub async fn releases_in(range: &str, platform: Platform) -> Result<(Vec<String>, Vec<String>)> {
+    let (mut from, mut to) = parse_range(range)?;
+    let published = published_releases(platform).await?;
+    for end in [&mut from, &mut to] {
+        if end == LATEST {
+            *end = latest_release().await?;
+        }
+    }
+    let picked = between(&published, &from, &to).with_context(|| format!("--releases {range}"))?;
+    Ok((picked, published))
 }
 
 #[cfg(test)]
