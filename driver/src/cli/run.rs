@@ -296,8 +296,13 @@ fn golden_transcripts(args: &RunArgs, records: &[Record]) -> bool {
 async fn prepare_run(
     args: &RunArgs,
 ) -> anyhow::Result<(Vec<runner::Target>, Vec<scenario::Scenario>)> {
-    // Scenario files are read and checked before any codex is installed or started.
+    // Scenario files are read and checked before any codex is installed or started, and a
+    // bless with nowhere to write is refused before anything runs.
     let sources = args.matrix.scenarios()?;
+    if args.bless {
+        let dir = Expectations::current()?.bless_dir()?;
+        eprintln!("codex-parity: --bless writes into {}", dir.display());
+    }
     let binaries = binaries_for(&args.matrix).await?;
     if args.request_diff && binaries.len() < 2 {
         anyhow::bail!(
