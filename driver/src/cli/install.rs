@@ -14,15 +14,19 @@ pub(crate) struct Prune {
     pub(crate) cache_max: Option<String>,
 }
 
-/// `install`: the named versions, the `--compare` set, or else the pinned version; then the
-/// prune, if asked.
+/// `install`: the named versions, the `--compare` set, the `--sample`, or else the pinned
+/// version; then the prune, if asked.
 pub(crate) async fn install_versions(
     mut wanted: Vec<String>,
     compare: bool,
+    sample: bool,
     prune: Option<Prune>,
 ) -> anyhow::Result<ExitCode> {
     if compare {
         wanted.extend(versions::load()?.compare);
+    }
+    if sample {
+        wanted.extend(versions::load()?.sample);
     }
     if wanted.is_empty() {
         wanted.push(versions::load()?.pinned);

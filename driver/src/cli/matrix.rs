@@ -27,6 +27,10 @@ pub(crate) struct MatrixArgs {
     /// Test the whole comparison set of fixtures/codex-versions.json.
     #[arg(long)]
     pub(crate) compare: bool,
+    /// Test the sample of releases between the comparison versions
+    /// (fixtures/codex-versions.json `sample`; CI runs it beside --compare).
+    #[arg(long)]
+    pub(crate) sample: bool,
     /// Sweep: test every stable release from A to B (both included) as npm lists them,
     /// e.g. 0.161.0..0.171.0; installs each on first use (see `install --prune` and
     /// CODEX_PARITY_CACHE_MAX to bound the cache).
@@ -76,6 +80,9 @@ pub(crate) async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexB
     let mut versions_wanted = args.codex_version.clone();
     if args.compare {
         versions_wanted.extend(versions::load()?.compare);
+    }
+    if args.sample {
+        versions_wanted.extend(versions::load()?.sample);
     }
     if let Some(range) = &args.releases {
         versions_wanted.extend(sweep(range, args.every.unwrap_or(1)).await?);

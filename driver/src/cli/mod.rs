@@ -48,6 +48,8 @@ enum Command {
     ///   codex-parity run                              # pinned version, installed on demand
     ///   codex-parity run --codex-version 0.161.0      # another version from npm
     ///   codex-parity run --compare                    # the whole comparison set
+    ///   codex-parity run --sample                     # releases between them (as CI does)
+    ///   codex-parity run --codex-version latest       # npm's latest release (a scheduled job)
     ///   codex-parity run --codex-bin ./codex --filter streaming
     ///   codex-parity run --compare --report out     # also write out/{results.json,junit.xml,report.md,report.html}
     ///   codex-parity run --compare --shard 2/3 --report out2   # a third of the work, for split CI
@@ -87,6 +89,9 @@ enum Command {
         /// Also install the whole comparison set of fixtures/codex-versions.json.
         #[arg(long)]
         compare: bool,
+        /// Also install the sample of releases between the comparison versions.
+        #[arg(long)]
+        sample: bool,
         /// Then remove the other cached releases (least recently used first when capped).
         #[arg(long)]
         prune: bool,
@@ -313,11 +318,12 @@ impl Cli {
             Command::Install {
                 versions,
                 compare,
+                sample,
                 prune,
                 cache_max,
             } => {
                 let prune = prune.then_some(install::Prune { cache_max });
-                with_runtime(install::install_versions(versions, compare, prune))
+                with_runtime(install::install_versions(versions, compare, sample, prune))
             }
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),

@@ -57,6 +57,11 @@ pub(crate) struct AuditArgs {
     /// Write the table (docs/releases.md) to this file.
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
+    /// Write the baselines as the sweep supports them to this file, for review: each
+    /// entry's versions as the ranges where its drift was seen, each unlisted drift a new
+    /// entry whose reason says TODO.
+    #[arg(long, value_name = "FILE")]
+    suggest: Option<PathBuf>,
 }
 
 pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
@@ -157,7 +162,7 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         peak_cache as f64 / 1e9
     );
     let dirs: Vec<PathBuf> = releases.iter().map(|v| args.out.join(v)).collect();
-    audit_dirs(&dirs, &published, args.table.as_deref(), &args.out)
+    audit_dirs(&dirs, &published, args.table.as_deref(), None, &args.out)
 }
 
 pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -173,7 +178,13 @@ pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode>
         }
     };
     let shown = args.dirs.first().cloned().unwrap_or_default();
-    audit_dirs(&dirs, &published, args.table.as_deref(), &shown)
+    audit_dirs(
+        &dirs,
+        &published,
+        args.table.as_deref(),
+        args.suggest.as_deref(),
+        &shown,
+    )
 }
 
 /// A sweep directory stands for its VERSION sub-directories; anything else for itself.
@@ -207,6 +218,7 @@ fn audit_dirs(
     dirs: &[PathBuf],
     published: &[String],
     table: Option<&Path>,
+    suggest: Option<&Path>,
     shown: &Path,
 ) -> anyhow::Result<ExitCode> {
     let parts = dirs
@@ -256,6 +268,15 @@ fn audit_dirs(
         std::fs::write(path, audit::table(&found, &command))
             .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
+    }
+    if let Some(path) = suggest {
+        let file = serde_json::json!({ "expected": audit::suggest(&found, &baselines) });
+        let text = serde_json::to_string_pretty(&file).context("serialising the baselines")?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        println!(
+            "wrote {} (review each range and TODO reason)",
+            path.display()
+        );
     }
     Ok(if failed == 0 && found.findings.is_empty() {
         ExitCode::SUCCESS

@@ -20,6 +20,8 @@ pub struct VersionSet {
     pub pinned: String,
     /// The versions the parity suite is compared across, oldest first.
     pub compare: Vec<String>,
+    /// Releases strictly between the comparison versions that CI also runs (`--sample`).
+    pub sample: Vec<String>,
 }
 
 /// The file's shape; `_comment` is free text for humans.
@@ -28,6 +30,8 @@ pub struct VersionSet {
 struct RawVersionSet {
     pinned: String,
     compare: Vec<String>,
+    #[serde(default)]
+    sample: Vec<String>,
     #[serde(rename = "_comment", default)]
     _comment: Option<String>,
 }
@@ -45,6 +49,7 @@ pub fn parse(text: &str) -> Result<VersionSet> {
     let set = VersionSet {
         pinned: raw.pinned,
         compare: raw.compare,
+        sample: raw.sample,
     };
     check_version(&set.pinned).context("field `pinned`")?;
     if set.compare.is_empty() {
@@ -52,6 +57,12 @@ pub fn parse(text: &str) -> Result<VersionSet> {
     }
     for (i, v) in set.compare.iter().enumerate() {
         check_version(v).with_context(|| format!("field `compare[{i}]`"))?;
+    }
+    for (i, v) in set.sample.iter().enumerate() {
+        check_version(v).with_context(|| format!("field `sample[{i}]`"))?;
+        if set.compare.contains(v) {
+            bail!("field `sample[{i}]`: {v} is in `compare` too; the sample lies between them");
+        }
     }
     Ok(set)
 }
@@ -111,6 +122,14 @@ mod tests {
         let set = load().unwrap();
         assert_eq!(set.pinned, "0.171.0");
         assert_eq!(set.compare, ["0.131.0", "0.161.0", "0.171.0"]);
+        for v in &set.sample {
+            let (oldest, newest) = (&set.compare[0], &set.compare[set.compare.len() - 1]);
+            assert!(
+                sort_key(v) > sort_key(oldest) && sort_key(v) < sort_key(newest),
+                "{v}"
+            );
+        }
+        assert!(!set.sample.is_empty());
         assert!(set.compare.contains(&set.pinned));
     }
 

@@ -385,6 +385,72 @@ fn overlaps(baselines: &Baselines, published: &[String], swept: &[String]) -> Ve
     found
 }
 
+/// The baselines rewritten as the sweep supports them, for review: each entry's `versions`
+/// become the ranges of the swept releases where its drift happened (an intermittent
+/// entry's the span from its first to its last sighting; an entry never seen keeps its
+/// own), and each drift no entry admits becomes a new entry whose reason asks for one.
+pub fn suggest(audit: &Audit, baselines: &Baselines) -> Vec<Expected> {
+    let versions: Vec<String> = audit.counts.iter().map(|(v, _)| v.clone()).collect();
+    let mut out = Vec::new();
+    for (e, edges) in baselines.entries.iter().zip(&audit.edges) {
+        let mut e = e.clone();
+        if !edges.seen.is_empty() {
+            e.versions = if e.intermittent {
+                let hull = hull(&versions, &edges.seen);
+                ranges(&versions, &hull)
+            } else {
+                ranges(&versions, &edges.seen)
+            };
+        }
+        out.push(e);
+    }
+    for f in &audit.findings {
+        if let Finding::Unlisted {
+            scenario,
+            key,
+            observed,
+            supported,
+            ..
+        } = f
+        {
+            // An entry that admits it already got the ranges where it was seen.
+            if baselines
+                .entries
+                .iter()
+                .any(|e| e.scenario == *scenario && e.key == *key && e.admits(observed))
+            {
+                continue;
+            }
+            out.push(Expected {
+                scenario: scenario.clone(),
+                key: key.clone(),
+                observed: Some(observed.clone()),
+                observed_any: None,
+                versions: supported.clone(),
+                reason: format!(
+                    "TODO: say why (unlisted drift the sweep saw on {})",
+                    supported.join(", ")
+                ),
+                contradicts: false,
+                intermittent: false,
+            });
+        }
+    }
+    out
+}
+
+/// Every release of `all` from the first of `set` to its last.
+fn hull(all: &[String], set: &[String]) -> Vec<String> {
+    let at = |v: &String| all.iter().position(|a| a == v);
+    let (Some(first), Some(last)) = (
+        set.iter().filter_map(at).min(),
+        set.iter().filter_map(at).max(),
+    ) else {
+        return Vec::new();
+    };
+    all[first..=last].to_vec()
+}
+
 /// The audit as the Markdown of `docs/releases.md`: outcome counts per release, the cells
 /// that fail, the findings, and where each entry's drift was seen. `command` is how it was
 /// made (said at the top, so the file says how to make it again).
@@ -640,6 +706,51 @@ mod tests {
         assert!(
             format!("{e:#}").contains("includes no published release"),
             "{e:#}"
+        );
+    }
+
+    #[test]
+    fn suggested_baselines_end_where_the_sweep_saw_the_drift_and_list_what_no_entry_did() {
+        let releases = ["0.131.0", "0.139.0", "0.150.1", "0.161.0"];
+        let mut m = sweep(&releases, &["0.131.0", "0.139.0"]);
+        m.entries[3]
+            .drift
+            .push(Drift::new("new", json!("x"), "new drift"));
+        let mut racy = entry("k", json!(1), &["0.131.0"], false);
+        racy.intermittent = true;
+        racy.key = "racy".into();
+        for i in [0, 2] {
+            m.entries[i]
+                .drift
+                .push(Drift::new("racy", json!(1), "sometimes"));
+        }
+        let b = baselines(vec![entry("k", json!(1), &["0.131.0"], false), racy]);
+        let a = audit(&m, &b, &v(&releases), &v(&["s"])).unwrap();
+        let s = suggest(&a, &b);
+        assert_eq!(s[0].versions, ["<0.150.1"]);
+        assert_eq!(
+            s[1].versions,
+            ["<0.161.0"],
+            "an intermittent entry spans its sightings"
+        );
+        let new = s
+            .iter()
+            .find(|e| e.key == "new")
+            .expect("the unlisted drift");
+        assert_eq!(new.versions, [">=0.161.0"]);
+        assert!(new.reason.starts_with("TODO"), "{}", new.reason);
+        let rejudged = audit(
+            &m,
+            &baselines(s.into_iter().filter(|e| e.key != "new").collect()),
+            &v(&releases),
+            &v(&["s"]),
+        )
+        .unwrap();
+        assert_eq!(
+            rejudged.failures.len(),
+            1,
+            "only the new drift: {:?}",
+            rejudged.failures
         );
     }
 
