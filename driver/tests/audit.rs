@@ -1,0 +1,146 @@
+//! `codex-parity baselines audit` on hand-made sweep results (no codex runs): a sweep judged
+//! again by the baselines, the table written, and bad input refused with exit 2 naming the
+//! entry.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::json;
+
+const CODEX_PARITY: &str = env!("CARGO_BIN_EXE_codex-parity");
+
+/// One release's results.json: scenario `smoke_uses_mock_responses` with the drift given.
+fn write_release(dir: &Path, version: &str, drift: Option<serde_json::Value>) {
+    let label = format!("codex-{version}");
+    let mut result = json!({
+        "scenario": "smoke_uses_mock_responses", "id": "A1", "codex": label,
+        "codex_version": version, "status": "passed", "duration_ms": 5
+    });
+    if let Some(observed) = drift {
+        result["drift"] = json!([{"key": "turn.status", "observed": observed, "message": "m"}]);
+        result["status"] = json!("failed");
+        result["reason"] = json!("drift not in the baseline");
+    }
+    let file = json!({
+        "format": 1,
+        "codex": [{"label": label, "version": version}],
+        "scenarios": [{"name": "smoke_uses_mock_responses", "id": "A1", "summary": "s"}],
+        "results": [result]
+    });
+    let d = dir.join(version);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("results.json"), file.to_string()).unwrap();
+}
+
+fn audit(dir: &Path, baselines: &str, extra: &[&str]) -> Output {
+    let file = dir.join("baselines.json");
+    std::fs::write(&file, baselines).unwrap();
+    Command::new(CODEX_PARITY)
+        .args(["baselines", "audit"])
+        .arg(dir.join("sweep"))
+        .args(extra)
+        .env("CODEX_PARITY_EXPECTED", &file)
+        .output()
+        .expect("running codex-parity")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn entry(scenario: &str, versions: &str) -> String {
+    json!({"expected": [{
+        "scenario": scenario, "key": "turn.status", "observed": "failed",
+        "versions": [versions], "reason": "r", "contradicts": false
+    }]})
+    .to_string()
+}
+
+#[test]
+fn a_sweep_is_judged_again_and_a_range_that_ends_too_soon_is_named_with_the_right_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("sweep");
+    write_release(&sweep, "0.131.0", Some(json!("failed")));
+    write_release(&sweep, "0.132.0", Some(json!("failed")));
+    write_release(&sweep, "0.133.0", None);
+    let narrow = audit(
+        dir.path(),
+        &entry("smoke_uses_mock_responses", "0.131.0"),
+        &[],
+    );
+    assert_eq!(narrow.status.code(), Some(1), "{}", text(&narrow));
+    assert!(
+        text(&narrow).contains("FAIL smoke_uses_mock_responses[codex-0.132.0]"),
+        "{}",
+        text(&narrow)
+    );
+    assert!(
+        text(&narrow).contains("(seen on <0.133.0)"),
+        "{}",
+        text(&narrow)
+    );
+    let table = dir.path().join("releases.md");
+    let suggest = dir.path().join("suggested.json");
+    let right = audit(
+        dir.path(),
+        &entry("smoke_uses_mock_responses", "<0.133.0"),
+        &[
+            "--table",
+            table.to_str().unwrap(),
+            "--suggest",
+            suggest.to_str().unwrap(),
+        ],
+    );
+    let out = text(&right);
+    assert_eq!(right.status.code(), Some(0), "{out}");
+    assert!(!out.contains("FAIL "), "{out}");
+    assert!(
+        !out.contains("stale:") && !out.contains("unlisted:"),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(&table).unwrap();
+    assert!(md.contains("| 0.131.0 | 0 | 1 | 0 | 0 | 0 |"), "{md}");
+    assert!(md.contains("| 0.133.0 | 1 | 0 | 0 | 0 | 0 |"), "{md}");
+    let suggested: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&suggest).unwrap()).unwrap();
+    assert_eq!(suggested["expected"][0]["versions"], json!(["<0.133.0"]));
+}
+
+#[test]
+fn bad_entries_exit_2_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_release(&dir.path().join("sweep"), "0.131.0", None);
+    let unknown = audit(dir.path(), &entry("no_such_scenario", "0.131.0"), &[]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(
+        text(&unknown).contains("no_such_scenario turn.status (0.131.0) names no known scenario"),
+        "{}",
+        text(&unknown)
+    );
+    let never = audit(
+        dir.path(),
+        &entry("smoke_uses_mock_responses", "0.131.5"),
+        &[],
+    );
+    assert_eq!(never.status.code(), Some(2), "{}", text(&never));
+    assert!(
+        text(&never).contains("(0.131.5) includes no published release"),
+        "{}",
+        text(&never)
+    );
+    let malformed = audit(
+        dir.path(),
+        &entry("smoke_uses_mock_responses", ">=0.131"),
+        &[],
+    );
+    assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
+    assert!(
+        text(&malformed).contains("(smoke_uses_mock_responses turn.status)"),
+        "{}",
+        text(&malformed)
+    );
+}
