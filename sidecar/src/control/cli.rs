@@ -17,7 +17,7 @@ use clap::Parser;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::control::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command};
+use crate::control::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command, push_id};
 use crate::mock::script::{self, Scripted};
 use crate::mock::server::{RequestFilter, Server};
 
@@ -204,7 +204,7 @@ async fn handle(
             server
                 .wait_for(filter, min, Duration::from_millis(timeout_ms))
                 .await;
-            return (server.requests_reply_line(filter, id), None);
+            return (requests_reply_line(server, filter, id), None);
         }
         Command::Shutdown => {
             let (reply, status) = finish(server, args);
@@ -312,4 +312,25 @@ fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<String> {
         eprintln!("codex-parity-sidecar: cannot start the stdin reader: {e}");
     }
     receiver
+}
+
+/// The `requests` reply line (without newline) for `filter`, carrying `id` if given,
+/// rendered one request at a time, so a long capture never exists twice as parsed JSON.
+fn requests_reply_line(server: &Server, filter: RequestFilter, id: Option<&Value>) -> String {
+    let mut line = String::from("{\"type\":\"requests\",\"requests\":[");
+    let mut first = true;
+    server.each_request(filter, |request| {
+        if !first {
+            line.push(',');
+        }
+        first = false;
+        match serde_json::to_string(&request) {
+            Ok(text) => line.push_str(&text),
+            // Plain data always serializes; never emit a broken line.
+            Err(_) => line.push_str("null"),
+        }
+    });
+    line.push_str("]}");
+    push_id(&mut line, id);
+    line
 }

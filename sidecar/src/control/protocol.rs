@@ -347,18 +347,8 @@ pub enum Reply {
     },
 }
 
-/// Counters of the `status` reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Status {
-    /// Scripted responses still queued.
-    pub pending: usize,
-    /// Scripted responses served.
-    pub served: u64,
-    /// Requests answered with the "no scripted response was left" 500.
-    pub unscripted: u64,
-    /// Requests captured (any method and path).
-    pub captured: usize,
-}
+/// Counters of the `status` reply: the server's own.
+pub use crate::mock::server::Status;
 
 /// Adds `"id":ID` to a line holding one JSON object (it must end with `}`).
 pub(crate) fn push_id(line: &mut String, id: Option<&Value>) {

@@ -137,7 +137,7 @@ impl Capture {
             headers,
             body: Vec::new(),
             decode_error: None,
-            received_at_ms: crate::mock::server::now_ms(),
+            received_at_ms: crate::mock::captured::now_ms(),
             outcome: Outcome::Scripted,
             started: Instant::now(),
             transport: Transport::Http,

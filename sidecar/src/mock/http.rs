@@ -6,74 +6,28 @@
 
 use std::convert::Infallible;
 use std::net::TcpListener as StdListener;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::mock::body::ReplyBody;
 use crate::mock::capture::{Capture, decoded_body, merge_headers};
 use crate::mock::captured::Outcome;
 use crate::mock::queue::Prepared;
 use crate::mock::script::{Endpoint, ScriptedReply};
-use crate::mock::server::{Shared, unscripted_body, unscripted_message};
-use crate::mock::stream::{self, Chunk, SseSink};
+use crate::mock::shared::{Shared, unscripted_body, unscripted_message};
+use crate::mock::stream::{self, SseSink};
 use crate::mock::websocket;
-
-/// A response body: whole, or streamed from a channel.
-pub(crate) enum ReplyBody {
-    /// The whole body (taken when sent).
-    Whole(Option<Bytes>),
-    /// Chunks as a delivery task sends them; an error chunk drops the connection.
-    Stream(mpsc::Receiver<Chunk>),
-}
-
-impl ReplyBody {
-    /// A whole body.
-    pub(crate) fn whole(bytes: Bytes) -> ReplyBody {
-        ReplyBody::Whole((!bytes.is_empty()).then_some(bytes))
-    }
-}
-
-impl Body for ReplyBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        match self.get_mut() {
-            ReplyBody::Whole(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            ReplyBody::Stream(receiver) => receiver
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|c| c.map(Frame::data))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        matches!(self, ReplyBody::Whole(None))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            ReplyBody::Whole(bytes) => {
-                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
-            }
-            ReplyBody::Stream(_) => SizeHint::default(),
-        }
-    }
-}
 
 /// The server thread: a current-thread runtime serving `listener` until `stop` fires.
 /// `started` reports whether serving began.

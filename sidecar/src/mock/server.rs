@@ -11,25 +11,38 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::VecDeque;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::control::protocol::{Status, push_id};
-use crate::mock::capture::{Capture, is_model_request};
+use crate::mock::capture::Capture;
 use crate::mock::captured::{CapturedRequest, Outcome};
 use crate::mock::connection::{ConnectionScript, Warmup};
 use crate::mock::gates::Gates;
 use crate::mock::queue::Queue;
 use crate::mock::script::{ScriptError, Scripted};
+use crate::mock::shared::{Shared, State};
+
+/// Counters of the server (the sidecar's `status` reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// Scripted responses still queued.
+    pub pending: usize,
+    /// Scripted responses served.
+    pub served: u64,
+    /// Requests answered with the "no scripted response was left" 500.
+    pub unscripted: u64,
+    /// Requests captured (any method and path).
+    pub captured: usize,
+}
 
 /// Which captured requests a query wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,55 +68,6 @@ pub struct Leftovers {
     pub unscripted: Vec<String>,
     /// Gates that scripted responses declared and no `release` opened.
     pub unreleased_gates: Vec<String>,
-}
-
-/// Everything the serving side and the commands share, behind one lock.
-pub(crate) struct State {
-    pub queue: Queue,
-    pub captured: Vec<Arc<Capture>>,
-    pub models: Bytes,
-    /// Connection scripts waiting for upgrades.
-    pub connections: VecDeque<ConnectionScript>,
-    /// How warm-ups are answered when a connection's script does not say.
-    pub warmup: Warmup,
-    /// The number the next WebSocket connection gets.
-    pub next_connection: u64,
-}
-
-/// The state plus its notifications.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    /// Signalled whenever a request is captured.
-    pub arrived: Notify,
-    pub gates: Gates,
-    /// Signalled when the server stops, to end hung upgrades and held streams.
-    pub stopping: Notify,
-}
-
-impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves consistent data behind; keep serving.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Numbers `capture`, lets `answer` pick its reply under the same lock (so arrival order
-    /// and queue order agree), stores the capture and wakes waiters.
-    pub(crate) fn record<T>(
-        &self,
-        mut capture: Capture,
-        answer: impl FnOnce(&mut State, &mut Capture) -> T,
-    ) -> (Arc<Capture>, T) {
-        let mut state = self.lock();
-        capture.index = state.captured.len() as u64;
-        let reply = answer(&mut state, &mut capture);
-        let capture = Arc::new(capture);
-        state.captured.push(Arc::clone(&capture));
-        drop(state);
-        self.arrived.notify_waiters();
-        (capture, reply)
-    }
 }
 
 /// A running mock; dropping it stops the server (and, after [`Server::verify_on_drop`],
@@ -262,23 +226,13 @@ impl Server {
             .collect()
     }
 
-    /// The `requests` reply line (without newline) for `filter`, carrying `id` if given.
-    /// Renders one request at a time, so a long capture never exists twice as parsed JSON.
-    pub fn requests_reply_line(&self, filter: RequestFilter, id: Option<&Value>) -> String {
-        let mut line = String::from("{\"type\":\"requests\",\"requests\":[");
-        for (n, capture) in self.snapshot(filter).iter().enumerate() {
-            if n > 0 {
-                line.push(',');
-            }
-            match serde_json::to_string(&capture.to_captured_request()) {
-                Ok(text) => line.push_str(&text),
-                // Plain data always serializes; never emit a broken line.
-                Err(_) => line.push_str("null"),
-            }
+    /// Calls `each` with every captured request matching `filter`, in arrival order, one at
+    /// a time (the lock is held only to copy pointers), so a caller that renders them never
+    /// holds a long capture twice as parsed JSON.
+    pub fn each_request(&self, filter: RequestFilter, mut each: impl FnMut(CapturedRequest)) {
+        for capture in self.snapshot(filter) {
+            each(capture.to_captured_request());
         }
-        line.push_str("]}");
-        push_id(&mut line, id);
-        line
     }
 
     /// Waits until at least `min` requests match `filter` or `timeout` passes; whether
@@ -378,39 +332,4 @@ impl std::fmt::Display for Leftovers {
         }
         Ok(())
     }
-}
-
-/// The 500 body an unscripted request gets: an OpenAI-style error carrying `message`.
-pub(crate) fn unscripted_body(message: &str) -> Value {
-    json!({"error": {
-        "message": message,
-        "type": "unscripted_request",
-        "param": null,
-        "code": "unscripted_request"
-    }})
-}
-
-/// The message naming an unscripted request (also logged on stderr).
-pub(crate) fn unscripted_message(capture: &Capture, pending: usize) -> String {
-    let head = format!(
-        "codex-parity-sidecar: no scripted response was left for {}",
-        capture.describe()
-    );
-    if capture.frame.is_none() && !is_model_request(&capture.method, &capture.path) {
-        format!(
-            "{head}; only POST …/responses, POST …/responses/compact, GET …/responses (WebSocket) and GET …/models are answered"
-        )
-    } else if pending > 0 {
-        format!("{head}; {pending} queued response(s) wait for requests meeting their \"when\"")
-    } else {
-        head
-    }
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

@@ -23,13 +23,13 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
+use crate::mock::body::ReplyBody;
 use crate::mock::capture::{Capture, Transport, merge_headers};
 use crate::mock::captured::Outcome;
 use crate::mock::connection::{ConnectionScript, Handshake, Warmup};
-use crate::mock::http::ReplyBody;
 use crate::mock::queue::{self, Prepared};
 use crate::mock::script::{Endpoint, ScriptedReply};
-use crate::mock::server::{Shared, unscripted_body, unscripted_message};
+use crate::mock::shared::{Shared, unscripted_body, unscripted_message};
 use crate::mock::stream::{self, End, Sink};
 use crate::wire::{bodies, ws_frames};
 
