@@ -57,6 +57,8 @@ pub enum ChildExit {
     Exited(std::process::ExitStatus),
     /// Waiting for it failed (the status is unknown).
     WaitFailed(String),
+    /// No process: the connection (an in-memory or socket transport) closed.
+    Closed,
 }
 
 impl ChildExit {
@@ -64,7 +66,7 @@ impl ChildExit {
     pub fn code(&self) -> Option<i32> {
         match self {
             ChildExit::Exited(status) => status.code(),
-            ChildExit::WaitFailed(_) => None,
+            ChildExit::WaitFailed(_) | ChildExit::Closed => None,
         }
     }
 
@@ -79,6 +81,7 @@ impl std::fmt::Display for ChildExit {
         match self {
             ChildExit::Exited(status) => write!(f, "{status}"),
             ChildExit::WaitFailed(e) => write!(f, "wait failed: {e}"),
+            ChildExit::Closed => write!(f, "the connection closed"),
         }
     }
 }

@@ -2,6 +2,10 @@
 //! stdout, with per-call timeouts, a log of everything the server sent, and handlers for the
 //! requests the server sends to the client.
 //!
+//! The transport is a seam: [`AppServer::spawn`] speaks over a child's stdin and stdout,
+//! [`AppServer::over`] over any reader and writer (an in-memory pipe in the unit tests, a
+//! socket), with the same typed API.
+//!
 //! The child runs in its own process group (so a Ctrl-C at the terminal reaches only the
 //! harness, which then stops it) and the whole group is killed at once when the client is
 //! dropped, so a test that panics or a run that is interrupted leaves no process.
@@ -15,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
@@ -171,6 +175,45 @@ struct Shared {
 }
 
 impl Shared {
+    /// The state of a new connection, with the receivers of its exit and of the lines to
+    /// write.
+    fn new(
+        label: &str,
+    ) -> (
+        Arc<Shared>,
+        watch::Receiver<Option<ChildExit>>,
+        mpsc::UnboundedReceiver<String>,
+    ) {
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (line_tx, line_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            label: label.to_string(),
+            log: Mutex::new(Vec::new()),
+            log_changed: Notify::new(),
+            pending: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            transcript: Mutex::new(Vec::new()),
+            handlers: Mutex::new(HashMap::new()),
+            held: Mutex::new(Vec::new()),
+            unhandled: Mutex::new(Vec::new()),
+            bad_lines: Mutex::new(Vec::new()),
+            stderr: StderrTail::new(STDERR_TAIL_LINES),
+            exit: exit_tx,
+            reaped: AtomicBool::new(false),
+            writer: Mutex::new(Some(line_tx)),
+        });
+        (shared, exit_rx, line_rx)
+    }
+
+    /// The connection ended (`exit`): no more writing, every waiting call fails.
+    fn ended(&self, exit: ChildExit) {
+        lock(&self.writer).take();
+        let _ = self.exit.send(Some(exit));
+        // Fail every call still waiting: its sender is dropped here.
+        lock(&self.pending).clear();
+        self.log_changed.notify_waiters();
+    }
+
     /// Adds a message the server sent to the transcript.
     fn record(&self, message: &Message) {
         let answered = |id: Option<&RequestId>| {
@@ -264,27 +307,10 @@ impl AppServer {
             .stderr
             .take()
             .ok_or_else(|| anyhow::anyhow!("no stderr pipe"))?;
-        let (exit_tx, exit_rx) = watch::channel(None);
-        let (line_tx, line_rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            label: cmd.label.clone(),
-            log: Mutex::new(Vec::new()),
-            log_changed: Notify::new(),
-            pending: Mutex::new(HashMap::new()),
-            asked: Mutex::new(HashMap::new()),
-            transcript: Mutex::new(Vec::new()),
-            handlers: Mutex::new(HashMap::new()),
-            held: Mutex::new(Vec::new()),
-            unhandled: Mutex::new(Vec::new()),
-            bad_lines: Mutex::new(Vec::new()),
-            stderr: StderrTail::new(STDERR_TAIL_LINES),
-            exit: exit_tx,
-            reaped: AtomicBool::new(false),
-            writer: Mutex::new(Some(line_tx)),
-        });
+        let (shared, exit_rx, line_rx) = Shared::new(&cmd.label);
         tokio::spawn(write_lines(stdin, line_rx));
         let stderr_done = tokio::spawn(read_stderr(shared.clone(), stderr));
-        let stdout_done = tokio::spawn(read_stdout(shared.clone(), stdout));
+        let stdout_done = tokio::spawn(read_lines(shared.clone(), stdout));
         let (kill_tx, kill_rx) = oneshot::channel();
         tokio::spawn(watch_child(
             shared.clone(),
@@ -293,15 +319,49 @@ impl AppServer {
             stdout_done,
             stderr_done,
         ));
-        Ok(AppServer {
+        Ok(AppServer::new(shared, kill_tx, exit_rx, pid))
+    }
+
+    /// A client over `reader` and `writer` instead of a process: the same JSON lines, the
+    /// same typed API. The "exit" is the end of `reader` ([`ChildExit::Closed`]); `kill`
+    /// and dropping the client close the connection.
+    pub fn over(
+        reader: impl AsyncRead + Unpin + Send + 'static,
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+        label: &str,
+    ) -> AppServer {
+        let (shared, exit_rx, line_rx) = Shared::new(label);
+        let writing = tokio::spawn(write_lines(writer, line_rx));
+        let reading = tokio::spawn(read_lines(shared.clone(), reader));
+        let (kill_tx, kill_rx) = oneshot::channel::<()>();
+        let watched = shared.clone();
+        tokio::spawn(async move {
+            let abort = reading.abort_handle();
+            tokio::select! {
+                _ = reading => {}
+                _ = kill_rx => abort.abort(),
+            }
+            writing.abort();
+            watched.ended(ChildExit::Closed);
+        });
+        AppServer::new(shared, kill_tx, exit_rx, None)
+    }
+
+    fn new(
+        shared: Arc<Shared>,
+        kill: oneshot::Sender<()>,
+        exit_rx: watch::Receiver<Option<ChildExit>>,
+        pid: Option<u32>,
+    ) -> AppServer {
+        AppServer {
             shared,
             next_id: AtomicI64::new(1),
-            kill: Mutex::new(Some(kill_tx)),
+            kill: Mutex::new(Some(kill)),
             exit_rx,
             pid,
             started_turns: StartedTurns::default(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
-        })
+        }
     }
 
     /// The label given at spawn (e.g. `codex-0.171.0`).
@@ -572,10 +632,7 @@ impl Drop for AppServer {
     }
 }
 
-async fn write_lines(
-    mut stdin: tokio::process::ChildStdin,
-    mut rx: mpsc::UnboundedReceiver<String>,
-) {
+async fn write_lines(mut stdin: impl AsyncWrite + Unpin, mut rx: mpsc::UnboundedReceiver<String>) {
     while let Some(mut line) = rx.recv().await {
         line.push('\n');
         if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
@@ -598,7 +655,7 @@ async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
         .await;
 }
 
-async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
+async fn read_lines(shared: Arc<Shared>, stdout: impl AsyncRead + Unpin) {
     let mut lines = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
@@ -685,9 +742,158 @@ async fn watch_child(
     // Let the readers drain what the process wrote before it ended.
     let _ = tokio::time::timeout(Duration::from_secs(2), stdout_done).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
-    lock(&shared.writer).take();
-    let _ = shared.exit.send(Some(exit));
-    // Fail every call still waiting: its sender is dropped here.
-    lock(&shared.pending).clear();
-    shared.log_changed.notify_waiters();
+    shared.ended(exit);
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+    use super::*;
+
+    /// A client over an in-memory pipe, and the server's end of it as lines.
+    fn pair() -> (
+        AppServer,
+        tokio::io::Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+        tokio::io::WriteHalf<DuplexStream>,
+    ) {
+        let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(client_end);
+        let app = AppServer::over(read, write, "codex-memory");
+        let (server_read, server_write) = tokio::io::split(server_end);
+        (app, BufReader::new(server_read).lines(), server_write)
+    }
+
+    async fn send(w: &mut tokio::io::WriteHalf<DuplexStream>, line: Value) {
+        w.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn answers_are_matched_to_calls_by_id() {
+        let (app, mut lines, mut w) = pair();
+        let server = tokio::spawn(async move {
+            let a: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            let b: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            // Answered in the other order.
+            send(&mut w, json!({"id": b["id"], "result": "two"})).await;
+            send(&mut w, json!({"id": a["id"], "result": "one"})).await;
+            (a["method"].clone(), b["method"].clone(), w, lines)
+        });
+        let (one, two) = tokio::join!(app.call("first", json!({})), async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            app.call("second", json!({})).await
+        });
+        assert_eq!(one.unwrap(), json!("one"));
+        assert_eq!(two.unwrap(), json!("two"));
+        let (a, b, _w, _lines) = server.await.unwrap();
+        assert_eq!((a, b), (json!("first"), json!("second")));
+        let methods: Vec<String> = app.transcript().iter().map(|s| s.method.clone()).collect();
+        assert_eq!(
+            methods,
+            ["second", "first"],
+            "each answer names the method it answers"
+        );
+    }
+
+    #[tokio::test]
+    async fn rpc_errors_carry_code_and_message_and_bad_lines_are_kept() {
+        let (app, mut lines, mut w) = pair();
+        let server = tokio::spawn(async move {
+            let call: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            w.write_all(b"not json\n").await.unwrap();
+            send(
+                &mut w,
+                json!({"id": call["id"], "error": {"code": -32600, "message": "Not initialized"}}),
+            )
+            .await;
+            (w, lines)
+        });
+        let err = app.call("thread/start", json!({})).await.unwrap_err();
+        let rpc = err.rpc().expect("an rpc error");
+        assert_eq!(
+            (rpc.code, rpc.message.as_str()),
+            (-32600, "Not initialized")
+        );
+        assert!(err.to_string().contains("thread/start"), "{err}");
+        assert_eq!(app.bad_lines(), ["not json"]);
+        drop(server);
+    }
+
+    #[tokio::test]
+    async fn server_requests_go_to_handlers_and_unhandled_ones_get_an_error() {
+        let (app, mut lines, mut w) = pair();
+        app.handle("item/tool/call", |params| {
+            if params["tool"] == "calc" {
+                Ok(json!({"contentItems": [], "success": true}))
+            } else {
+                Err(RpcError {
+                    code: 1,
+                    message: "wrong tool".into(),
+                    data: None,
+                })
+            }
+        });
+        send(
+            &mut w,
+            json!({"id": 0, "method": "item/tool/call", "params": {"tool": "calc"}}),
+        )
+        .await;
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(first["id"], 0);
+        assert_eq!(first["result"]["success"], true);
+        send(
+            &mut w,
+            json!({"id": 1, "method": "item/commandExecution/requestApproval", "params": {}}),
+        )
+        .await;
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(second["id"], 1);
+        let message = second["error"]["message"].as_str().unwrap();
+        assert!(message.contains("no handler"), "{message}");
+        assert_eq!(
+            app.unhandled_requests(),
+            ["item/commandExecution/requestApproval"]
+        );
+        let methods: Vec<String> = app
+            .messages()
+            .iter()
+            .map(|m| m.method().to_string())
+            .collect();
+        assert_eq!(
+            methods,
+            ["item/tool/call", "item/commandExecution/requestApproval"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_connection_fails_waiting_calls_and_shows_as_closed() {
+        let (app, mut lines, w) = pair();
+        let call = tokio::spawn(async move {
+            // Read the call, then hang up without answering.
+            let _ = lines.next_line().await;
+            drop(w);
+            drop(lines);
+        });
+        let err = app
+            .call_with_timeout("thread/start", json!({}), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        call.await.unwrap();
+        assert!(
+            !matches!(err, CallError::Timeout { .. }),
+            "failed at once, not timed out: {err}"
+        );
+        let mut rx = app.exit_rx.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(2), rx.wait_for(|e| e.is_some())).await;
+        assert_eq!(app.exit_status(), Some(ChildExit::Closed));
+        assert!(
+            app.notify("x", json!({})).is_err(),
+            "no writing after the end"
+        );
+    }
 }

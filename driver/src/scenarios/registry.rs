@@ -51,8 +51,10 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_snake_case() {
+        // No count to keep by hand: the catalogue document (docs/scenarios.md, checked by
+        // tests/docs.rs) is generated from this registry.
         let mut names = names();
-        assert_eq!(names.len(), 143, "the catalogue has 143 scenarios");
+        assert!(!names.is_empty());
         names.sort();
         let before = names.len();
         names.dedup();
