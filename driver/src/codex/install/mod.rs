@@ -115,7 +115,10 @@ pub async fn install_with(
 ) -> Result<CodexBinary> {
     let latest;
     let version = if version == releases::LATEST {
-        latest = releases::latest_release().await?;
+        latest = match &options.npm {
+            Some(npm) => releases::latest_release_with(npm).await?,
+            None => releases::latest_release().await?,
+        };
         eprintln!("codex-parity: latest is codex {latest} (npm's dist-tag)");
         latest.as_str()
     } else {
@@ -689,6 +692,8 @@ mod tests {
         assert!(!cache.binary_path("0.0.2").exists());
 
         let err = install_err(&cache, "latest", &missing).await;
+        assert!(err.contains("--codex-version latest"), "{err}");
+        let err = install_err(&cache, "newest", &missing).await;
         assert!(err.contains("X.Y.Z"), "{err}");
     }
 

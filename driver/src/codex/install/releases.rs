@@ -40,7 +40,7 @@ async fn npm_view_versions(npm: &Path) -> Result<Vec<String>> {
 /// (`--codex-version latest`).
 pub const LATEST: &str = "latest";
 
-/// The release npm's `latest` dist-tag of `@openai/codex` points at now.
+/// The release npm's `latest` dist-tag of `@openai/codex` points at now (`npm` from PATH).
 pub async fn latest_release() -> Result<String> {
     let npm = binary::find_on_path("npm".as_ref()).ok_or_else(|| {
         anyhow!(
@@ -48,7 +48,14 @@ pub async fn latest_release() -> Result<String> {
              npm (https://nodejs.org), or name a version such as 0.171.0"
         )
     })?;
-    let stdout = npm_view(&npm, &["dist-tags.latest"]).await?;
+    latest_release_with(&npm).await
+}
+
+/// [`latest_release`] with this `npm`.
+pub async fn latest_release_with(npm: &Path) -> Result<String> {
+    let stdout = npm_view(npm, &["dist-tags.latest"])
+        .await
+        .context("finding the latest Codex release (`--codex-version latest`)")?;
     let version = String::from_utf8_lossy(&stdout).trim().to_string();
     versions::check_version(&version).with_context(|| {
         format!("`npm view {NPM_PACKAGE} dist-tags.latest` printed {version:?}, not a version")
@@ -236,6 +243,10 @@ mod tests {
             ("0.1.0".into(), "0.7.0".into())
         );
         assert!(parse_range("0.1.0").is_err());
-        assert!(parse_range("0.1.0..latest").is_err());
+        assert_eq!(
+            parse_range("0.1.0..latest").unwrap(),
+            ("0.1.0".into(), "latest".into())
+        );
+        assert!(parse_range("0.1.0..newest").is_err());
     }
 }
