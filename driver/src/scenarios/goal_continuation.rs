@@ -349,14 +349,9 @@ async fn failing_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         let cursor = app.cursor();
         app.goal_set(&thread, json!({"objective": "Fail softly"}))
             .await?;
-        let key = format!("goal.{code}.status");
-        if !becomes_or_drift(ctx, &app, &thread, cursor, status, 15, &key).await? {
-            world
-                .finish()
-                .await
-                .with_context(|| format!("case {code}"))?;
-            continue;
-        }
+        goal_becomes(&app, cursor, status, Duration::from_secs(15))
+            .await
+            .with_context(|| format!("case {code}"))?;
         let completed = all_completed(&app, cursor).await?;
         ensure_eq!(completed.len(), 1, "{code}: continuation turns");
         ensure_eq!(
@@ -443,34 +438,6 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
-/// Waits up to `secs` for the goal to become `status`: true when it did. When it did not,
-/// the headline claim does not hold on this codex: that is drift `key` with the status
-/// `goal/get` then shows (a codex with no rule for it, e.g. 0.132-0.137 for `blocked`), and
-/// false; the caller finishes the world (its after-scenario checks still run).
-async fn becomes_or_drift(
-    ctx: &Ctx,
-    app: &AppServer,
-    thread: &str,
-    cursor: usize,
-    status: &str,
-    secs: u64,
-    key: &str,
-) -> anyhow::Result<bool> {
-    if goal_becomes(app, cursor, status, Duration::from_secs(secs))
-        .await
-        .is_ok()
-    {
-        return Ok(true);
-    }
-    let now = goal(&app.goal_get(thread).await?)?["status"].clone();
-    ctx.drift(
-        key,
-        now.clone(),
-        format!("the goal never became {status} within {secs} s: goal/get says {now}"),
-    );
-    Ok(false)
-}
-
 async fn empty_continuations(ctx: &Ctx) -> anyhow::Result<()> {
     const TURNS: usize = 3;
     let (world, app, thread) = bootstrap(ctx).await?;
@@ -481,10 +448,7 @@ async fn empty_continuations(ctx: &Ctx) -> anyhow::Result<()> {
     let cursor = app.cursor();
     app.goal_set(&thread, json!({"objective": "Finish the work"}))
         .await?;
-    let key = "goal.empty_continuations_status";
-    if !becomes_or_drift(ctx, &app, &thread, cursor, "blocked", 20, key).await? {
-        return world.finish().await;
-    }
+    goal_becomes(&app, cursor, "blocked", Duration::from_secs(20)).await?;
     let completed = all_completed(&app, cursor).await?;
     no_turn_within(&app, app.cursor(), Duration::from_secs(1)).await?;
     let statuses: Vec<Value> = completed
