@@ -16,9 +16,9 @@
 //! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
 //! files of the listed scenarios that ran to their end on each binary (passed, or differed
 //! only in drift, listed or not: drift is the baselines' to judge, see
-//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), into a checkout's `fixtures/`
-//! ([`Expectations::bless_dir`]); a release whose requests equal the file that already
-//! covers it gets none. Review the diff first.
+//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), into a
+//! checkout's `fixtures/` ([`Expectations::bless_dir`]); a release whose requests equal the
+//! file that already covers it gets none. Review the diff first.
 //!
 //! ```json
 //! {"codex": "0.171.0", "scenario": "request_shape_plain", "requests": [{"method": "POST", …}]}

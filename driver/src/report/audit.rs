@@ -463,7 +463,8 @@ pub fn table(audit: &Audit, command: &str) -> String {
     md.push_str(&format!(
         "The default catalogue on {} stable releases of codex, {first} to {last}, judged by \
          the baselines (`fixtures/expected/baselines.json`). Generated, not written by hand: \
-         `{command}`.\n\n",
+         `codex-parity sweep --out sweep` runs every release (resumable, the cache capped), \
+         then `{command}` (`sweep --table` does both).\n\n",
         audit.counts.len()
     ));
     md.push_str("## Outcomes per release\n\n");
