@@ -743,7 +743,7 @@ mod tests {
 
     #[test]
     fn a_release_without_entries_of_its_own_is_judged_by_the_ranges() {
-        // No entry names 0.165.0 or 0.168.0: E9's range "0.131.0..0.169.0" covers them, and
+        // No entry names 0.165.0 or 0.168.0: E9's range "<0.169.0" covers them, and
         // bisect found the drift gone in 0.169.0, where the range ends.
         let (scenario, key) = (
             "turn_interrupt_ends_turn_interrupted",
