@@ -193,7 +193,7 @@ enum Command {
     /// One release at a time, each as its own `codex-parity run --codex-version V --report
     /// DIR/V`, the cache kept under --cache-max (least recently used releases evicted as
     /// each is installed). A release whose DIR/V/results.json exists is not run again, so
-    /// a stopped sweep resumes. About 40 s a release on 2 cores, plus 10-20 s to install.
+    /// a stopped sweep resumes. About 30-40 s a release on 2 cores, install included.
     ///
     /// Examples:
     ///   codex-parity sweep --out sweep                      # 0.131.0 (oldest compared) to latest
