@@ -13,15 +13,15 @@
 //! [`table`] renders the outcome counts per release and where each entry's drift starts and
 //! ends, as the Markdown of `docs/releases.md`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::bail;
 use serde_json::Value;
 
 use crate::codex::versions::sort_key;
-use crate::harness::baseline::{Baselines, Expected};
+use crate::harness::baseline::{Baseline, Baselines, Expected};
 use crate::harness::outcome::Outcome;
-use crate::report::matrix::{Matrix, Totals};
+use crate::report::matrix::{Entry, Matrix, Totals};
 
 /// One thing the audit found wrong with the baselines or the sweep.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,6 +221,16 @@ pub fn audit(
         .collect();
     swept.sort_by_key(|(v, _)| sort_key(v));
     let versions: Vec<String> = swept.iter().map(|(v, _)| v.clone()).collect();
+    // Each release's baseline once, and each cell by (scenario, release).
+    let baseline_of: HashMap<&str, Baseline> = swept
+        .iter()
+        .map(|(v, _)| (v.as_str(), baselines.for_version(v)))
+        .collect();
+    let cell_of: HashMap<(&str, &str), &Entry> = matrix
+        .entries
+        .iter()
+        .map(|c| ((c.scenario.as_str(), matrix.version_of(&c.codex)), c))
+        .collect();
     let mut rejudged = matrix.clone();
     let mut failures = Vec::new();
     for cell in &mut rejudged.entries {
@@ -228,7 +238,9 @@ pub fn audit(
             continue;
         }
         let version = matrix.version_of(&cell.codex).to_string();
-        let baseline = baselines.for_version(&version);
+        let Some(baseline) = baseline_of.get(version.as_str()) else {
+            continue;
+        };
         cell.outcome = baseline.judge(&cell.scenario, cell.failure.clone(), cell.drift.clone());
         if let Outcome::Failed(why) = &cell.outcome {
             let first = why.lines().next().unwrap_or("").to_string();
@@ -242,21 +254,17 @@ pub fn audit(
         .collect();
     let mut findings = Vec::new();
     let ran = |scenario: &str, version: &str| {
-        matrix.entries.iter().any(|c| {
-            c.scenario == scenario
-                && matrix.version_of(&c.codex) == version
-                && !matches!(c.outcome, Outcome::NotApplicable(_))
-        })
+        cell_of
+            .get(&(scenario, version))
+            .is_some_and(|c| !matches!(c.outcome, Outcome::NotApplicable(_)))
     };
     let seen_on = |scenario: &str, admits: &dyn Fn(&str, &Value) -> bool| -> Vec<String> {
         versions
             .iter()
             .filter(|v| {
-                matrix.entries.iter().any(|c| {
-                    c.scenario == scenario
-                        && matrix.version_of(&c.codex) == v.as_str()
-                        && c.drift.iter().any(|d| admits(&d.key, &d.observed))
-                })
+                cell_of
+                    .get(&(scenario, v.as_str()))
+                    .is_some_and(|c| c.drift.iter().any(|d| admits(&d.key, &d.observed)))
             })
             .cloned()
             .collect()
@@ -293,12 +301,11 @@ pub fn audit(
     let mut unlisted: BTreeMap<(String, String, String), (Value, Vec<String>)> = BTreeMap::new();
     for cell in &matrix.entries {
         let version = matrix.version_of(&cell.codex).to_string();
+        let applying = baseline_of.get(version.as_str());
         for d in &cell.drift {
-            let listed = baselines.entries.iter().any(|e| {
-                e.scenario == cell.scenario
-                    && e.key == d.key
-                    && e.admits(&d.observed)
-                    && e.applies_to(&version)
+            let listed = applying.is_some_and(|b| {
+                b.entries(&cell.scenario)
+                    .any(|e| e.key == d.key && e.admits(&d.observed))
             });
             if !listed {
                 let slot = unlisted
