@@ -78,13 +78,9 @@ pub fn covering(
     version: &str,
     scenario: &str,
 ) -> anyhow::Result<Option<(Golden, String)>> {
-    let Some((from, relative)) = expectations.covering(KIND, scenario, version)? else {
+    let Some((from, name, text)) = expectations.read_covering(KIND, scenario, version)? else {
         return Ok(None);
     };
-    let name = expectations.name_of(&relative);
-    let text = expectations
-        .read(&relative)?
-        .with_context(|| format!("{name} vanished while it was read"))?;
     let golden: Golden = serde_json::from_str(&text).with_context(|| {
         format!("{name} is not a golden file ({{\"codex\", \"scenario\", \"requests\"}})")
     })?;

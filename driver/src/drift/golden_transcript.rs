@@ -71,15 +71,11 @@ fn against_covering(
     expectations: &Expectations,
     record: &Record,
 ) -> anyhow::Result<Option<(String, String, Vec<String>)>> {
-    let Some((from, relative)) =
-        expectations.covering(KIND, record.scenario, version_of(record))?
+    let Some((from, name, text)) =
+        expectations.read_covering(KIND, record.scenario, version_of(record))?
     else {
         return Ok(None);
     };
-    let name = expectations.name_of(&relative);
-    let text = expectations
-        .read(&relative)?
-        .with_context(|| format!("{name} vanished while it was read"))?;
     let golden: Value =
         serde_json::from_str(&text).with_context(|| format!("{name} is not JSON"))?;
     let connections = golden

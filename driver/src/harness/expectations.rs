@@ -169,7 +169,7 @@ impl Expectations {
                 && best
                     .as_ref()
                     .is_none_or(|b| sort_key(b) < sort_key(&candidate));
-            if fits && self.read(&relative)?.is_some() {
+            if fits && self.has(&relative) {
                 best = Some(candidate);
             }
         }
@@ -177,6 +177,33 @@ impl Expectations {
             let relative = format!("{kind}/{v}/{scenario}.json");
             (v, relative)
         }))
+    }
+
+    /// The golden file [`Expectations::covering`] picks, read: (the release it was recorded
+    /// on, its name for messages, its text); `None` when no release at or below `version`
+    /// has one.
+    pub fn read_covering(
+        &self,
+        kind: &str,
+        scenario: &str,
+        version: &str,
+    ) -> anyhow::Result<Option<(String, String, String)>> {
+        let Some((from, relative)) = self.covering(kind, scenario, version)? else {
+            return Ok(None);
+        };
+        let name = self.name_of(&relative);
+        let text = self
+            .read(&relative)?
+            .with_context(|| format!("{name} vanished while it was read"))?;
+        Ok(Some((from, name, text)))
+    }
+
+    /// Whether they have the file at `relative` (without reading it).
+    fn has(&self, relative: &str) -> bool {
+        match self {
+            Expectations::Compiled => compiled::FILES.iter().any(|(path, _)| *path == relative),
+            Expectations::Dir(dir) => dir.join(relative).is_file(),
+        }
     }
 
     /// The directory `--bless` writes into (in the layout of `fixtures/`): the chosen
