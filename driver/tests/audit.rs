@@ -2,6 +2,8 @@
 //! again by the baselines, the table written, and bad input refused with exit 2 naming the
 //! entry.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -44,14 +46,6 @@ fn audit(dir: &Path, baselines: &str, extra: &[&str]) -> Output {
         .expect("running codex-parity")
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn entry(scenario: &str, versions: &str) -> String {
     json!({"expected": [{
         "scenario": scenario, "key": "turn.status", "observed": "failed",
@@ -72,16 +66,16 @@ fn a_sweep_is_judged_again_and_a_range_that_ends_too_soon_is_named_with_the_righ
         &entry("smoke_uses_mock_responses", "0.131.0"),
         &[],
     );
-    assert_eq!(narrow.status.code(), Some(1), "{}", text(&narrow));
+    assert_eq!(narrow.status.code(), Some(1), "{}", support::text(&narrow));
     assert!(
-        text(&narrow).contains("FAIL smoke_uses_mock_responses[codex-0.132.0]"),
+        support::text(&narrow).contains("FAIL smoke_uses_mock_responses[codex-0.132.0]"),
         "{}",
-        text(&narrow)
+        support::text(&narrow)
     );
     assert!(
-        text(&narrow).contains("(seen on <0.133.0)"),
+        support::text(&narrow).contains("(seen on <0.133.0)"),
         "{}",
-        text(&narrow)
+        support::text(&narrow)
     );
     let table = dir.path().join("releases.md");
     let suggest = dir.path().join("suggested.json");
@@ -95,7 +89,7 @@ fn a_sweep_is_judged_again_and_a_range_that_ends_too_soon_is_named_with_the_righ
             suggest.to_str().unwrap(),
         ],
     );
-    let out = text(&right);
+    let out = support::text(&right);
     assert_eq!(right.status.code(), Some(0), "{out}");
     assert!(!out.contains("FAIL "), "{out}");
     assert!(
@@ -115,32 +109,20 @@ fn bad_entries_exit_2_naming_them() {
     let dir = tempfile::tempdir().unwrap();
     write_release(&dir.path().join("sweep"), "0.131.0", None);
     let unknown = audit(dir.path(), &entry("no_such_scenario", "0.131.0"), &[]);
-    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
-    assert!(
-        text(&unknown).contains("no_such_scenario turn.status (0.131.0) names no known scenario"),
-        "{}",
-        text(&unknown)
+    support::assert_exit_2_naming(
+        &unknown,
+        "no_such_scenario turn.status (0.131.0) names no known scenario",
     );
     let never = audit(
         dir.path(),
         &entry("smoke_uses_mock_responses", "0.131.5"),
         &[],
     );
-    assert_eq!(never.status.code(), Some(2), "{}", text(&never));
-    assert!(
-        text(&never).contains("(0.131.5) includes no published release"),
-        "{}",
-        text(&never)
-    );
+    support::assert_exit_2_naming(&never, "(0.131.5) includes no published release");
     let malformed = audit(
         dir.path(),
         &entry("smoke_uses_mock_responses", ">=0.131"),
         &[],
     );
-    assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
-    assert!(
-        text(&malformed).contains("(smoke_uses_mock_responses turn.status)"),
-        "{}",
-        text(&malformed)
-    );
+    support::assert_exit_2_naming(&malformed, "(smoke_uses_mock_responses turn.status)");
 }

@@ -10,6 +10,8 @@
 //! mounted over the workspace (`unshare -m`, as root); where that is not possible the test
 //! says so and runs it from the empty directory only.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -112,15 +114,6 @@ fn cells(report: &Path) -> Vec<(String, String, Vec<String>)> {
     out
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[test]
 fn a_binary_away_from_its_checkout_judges_as_cargo_run_does() {
     let (bin, keep) = standalone_binary();
@@ -157,8 +150,8 @@ fn a_binary_away_from_its_checkout_judges_as_cargo_run_does() {
         alone.status.code(),
         reference.status.code(),
         "inside:\n{}\nalone:\n{}",
-        text(&reference),
-        text(&alone)
+        support::text(&reference),
+        support::text(&alone)
     );
     let (a, b) = (cells(&inside), cells(&out_dir));
     assert_eq!(a, b, "the same cells, outcomes and drift");
@@ -187,8 +180,7 @@ fn named_expectations_that_are_missing_exit_2_naming_them() {
         false,
         &[],
     );
-    assert_eq!(by_flag.status.code(), Some(2), "{}", text(&by_flag));
-    assert!(text(&by_flag).contains(m), "{}", text(&by_flag));
+    support::assert_exit_2_naming(&by_flag, m);
     let by_env = run_alone(
         &bin,
         &["run", "--filter", "A1"],
@@ -196,8 +188,7 @@ fn named_expectations_that_are_missing_exit_2_naming_them() {
         false,
         &[("CODEX_PARITY_FIXTURES", m)],
     );
-    assert_eq!(by_env.status.code(), Some(2), "{}", text(&by_env));
-    assert!(text(&by_env).contains(m), "{}", text(&by_env));
+    support::assert_exit_2_naming(&by_env, m);
     let file = cwd.join("baselines.json");
     let f = file.to_str().unwrap();
     let baselines = run_alone(
@@ -207,8 +198,7 @@ fn named_expectations_that_are_missing_exit_2_naming_them() {
         false,
         &[("CODEX_PARITY_EXPECTED", f)],
     );
-    assert_eq!(baselines.status.code(), Some(2), "{}", text(&baselines));
-    assert!(text(&baselines).contains(f), "{}", text(&baselines));
+    support::assert_exit_2_naming(&baselines, f);
     // A directory without its baselines file is not an empty baseline either.
     std::fs::create_dir_all(missing.join("golden")).unwrap();
     let empty = run_alone(
@@ -218,12 +208,7 @@ fn named_expectations_that_are_missing_exit_2_naming_them() {
         false,
         &[],
     );
-    assert_eq!(empty.status.code(), Some(2), "{}", text(&empty));
-    assert!(
-        text(&empty).contains("expected/baselines.json"),
-        "{}",
-        text(&empty)
-    );
+    support::assert_exit_2_naming(&empty, "expected/baselines.json");
 }
 
 #[test]
@@ -241,7 +226,7 @@ fn bless_without_a_checkout_is_refused_before_anything_runs() {
         true,
         &[],
     );
-    let all = text(&out);
+    let all = support::text(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(
         all.contains("--bless rewrites golden files in a checkout"),
@@ -272,7 +257,7 @@ fn bless_without_a_checkout_is_refused_before_anything_runs() {
         true,
         &[],
     );
-    let all = text(&out);
+    let all = support::text(&out);
     assert!(all.contains(&format!("--bless writes into {f}")), "{all}");
     let pinned = codex_parity::codex::versions::load().unwrap().pinned;
     assert!(

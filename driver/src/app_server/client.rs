@@ -751,17 +751,21 @@ mod tests {
 
     use super::*;
 
+    /// The server's end of the pipe, read as lines.
+    type ServerLines = tokio::io::Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>;
+
     /// A client over an in-memory pipe, and the server's end of it as lines.
-    fn pair() -> (
-        AppServer,
-        tokio::io::Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-        tokio::io::WriteHalf<DuplexStream>,
-    ) {
+    fn pair() -> (AppServer, ServerLines, tokio::io::WriteHalf<DuplexStream>) {
         let (client_end, server_end) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(client_end);
         let app = AppServer::over(read, write, "codex-memory");
         let (server_read, server_write) = tokio::io::split(server_end);
         (app, BufReader::new(server_read).lines(), server_write)
+    }
+
+    /// The next line the client wrote, as JSON.
+    async fn next(lines: &mut ServerLines) -> Value {
+        serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap()
     }
 
     async fn send(w: &mut tokio::io::WriteHalf<DuplexStream>, line: Value) {
@@ -772,10 +776,8 @@ mod tests {
     async fn answers_are_matched_to_calls_by_id() {
         let (app, mut lines, mut w) = pair();
         let server = tokio::spawn(async move {
-            let a: Value =
-                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
-            let b: Value =
-                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            let a: Value = next(&mut lines).await;
+            let b: Value = next(&mut lines).await;
             // Answered in the other order.
             send(&mut w, json!({"id": b["id"], "result": "two"})).await;
             send(&mut w, json!({"id": a["id"], "result": "one"})).await;
@@ -801,8 +803,7 @@ mod tests {
     async fn rpc_errors_carry_code_and_message_and_bad_lines_are_kept() {
         let (app, mut lines, mut w) = pair();
         let server = tokio::spawn(async move {
-            let call: Value =
-                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            let call: Value = next(&mut lines).await;
             w.write_all(b"not json\n").await.unwrap();
             send(
                 &mut w,
@@ -841,8 +842,7 @@ mod tests {
             json!({"id": 0, "method": "item/tool/call", "params": {"tool": "calc"}}),
         )
         .await;
-        let first: Value =
-            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let first: Value = next(&mut lines).await;
         assert_eq!(first["id"], 0);
         assert_eq!(first["result"]["success"], true);
         send(
@@ -850,8 +850,7 @@ mod tests {
             json!({"id": 1, "method": "item/commandExecution/requestApproval", "params": {}}),
         )
         .await;
-        let second: Value =
-            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let second: Value = next(&mut lines).await;
         assert_eq!(second["id"], 1);
         let message = second["error"]["message"].as_str().unwrap();
         assert!(message.contains("no handler"), "{message}");

@@ -367,6 +367,13 @@ pub(crate) fn text(output: &Output) -> String {
     )
 }
 
+/// Asserts that `output` is an exit with status 2 whose text names `needle`.
+pub(crate) fn assert_exit_2_naming(output: &Output, needle: &str) {
+    let all = text(output);
+    assert_eq!(output.status.code(), Some(2), "{all}");
+    assert!(all.contains(needle), "no {needle:?} in:\n{all}");
+}
+
 /// `git status` of the repository (untracked files included), or `None` without git.
 pub(crate) fn repository_status() -> Option<String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
