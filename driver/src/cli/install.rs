@@ -22,12 +22,7 @@ pub(crate) async fn install_versions(
     sample: bool,
     prune: Option<Prune>,
 ) -> anyhow::Result<ExitCode> {
-    if compare {
-        wanted.extend(versions::load()?.compare);
-    }
-    if sample {
-        wanted.extend(versions::load()?.sample);
-    }
+    wanted.extend(versions::load()?.chosen(compare, sample));
     if wanted.is_empty() {
         wanted.push(versions::load()?.pinned);
     }

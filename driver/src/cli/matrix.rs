@@ -78,12 +78,7 @@ impl MatrixArgs {
 /// version. Results are named by version, so two binaries of one version are refused.
 pub(crate) async fn binaries_for(args: &MatrixArgs) -> anyhow::Result<Vec<CodexBinary>> {
     let mut versions_wanted = args.codex_version.clone();
-    if args.compare {
-        versions_wanted.extend(versions::load()?.compare);
-    }
-    if args.sample {
-        versions_wanted.extend(versions::load()?.sample);
-    }
+    versions_wanted.extend(versions::load()?.chosen(args.compare, args.sample));
     if let Some(range) = &args.releases {
         versions_wanted.extend(sweep(range, args.every.unwrap_or(1)).await?);
     }

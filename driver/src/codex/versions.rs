@@ -24,6 +24,20 @@ pub struct VersionSet {
     pub sample: Vec<String>,
 }
 
+impl VersionSet {
+    /// The versions `--compare` and `--sample` name, in that order (none when neither).
+    pub fn chosen(&self, compare: bool, sample: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        if compare {
+            out.extend(self.compare.iter().cloned());
+        }
+        if sample {
+            out.extend(self.sample.iter().cloned());
+        }
+        out
+    }
+}
+
 /// The file's shape; `_comment` is free text for humans.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
