@@ -305,16 +305,6 @@ impl Baselines {
         })
     }
 
-    /// Adds the entries of `other` (an integrator's own beside the built-in ones).
-    pub fn extend(&mut self, other: Baselines) {
-        if self.source.is_empty() {
-            self.source = other.source;
-        } else if !other.source.is_empty() {
-            self.source = format!("{} + {}", self.source, other.source);
-        }
-        self.entries.extend(other.entries);
-    }
-
     /// The baseline of `version`: the entries that apply to it.
     pub fn for_version(&self, version: &str) -> Baseline {
         Baseline {
