@@ -24,7 +24,7 @@ fn write_release(dir: &Path, version: &str, drift: Option<serde_json::Value>) {
         result["reason"] = json!("drift not in the baseline");
     }
     let file = json!({
-        "format": 1,
+        "format": codex_parity::report::json::FORMAT,
         "codex": [{"label": label, "version": version}],
         "scenarios": [{"name": "smoke_uses_mock_responses", "id": "A1", "summary": "s"}],
         "results": [result]

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codex_parity::codex::versions;
-use codex_parity::harness::outcome::Outcome;
+use codex_parity::harness::outcome::{Drift, KnownDrift, Outcome};
 use codex_parity::report::{self, Column, Entry, Matrix, Row};
 use codex_parity::scenarios;
 
@@ -228,7 +228,7 @@ fn hostile_matrix() -> Matrix {
         Outcome::Passed,
         Outcome::Failed(format!("{attack}\n\u{1b}[31mstderr tail\u{1b}[0m")),
         Outcome::NotApplicable(format!("no method {attack}")),
-        Outcome::Drift(vec![format!("known: {attack}")]),
+        Outcome::Drift(vec![known(&format!("known: {attack}"), false)]),
     ];
     let mut entries = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -241,7 +241,7 @@ fn hostile_matrix() -> Matrix {
                 codex: column.label.clone(),
                 // One cell of contradicting drift, in its own colour.
                 outcome: if (i, j) == (2, 1) {
-                    Outcome::Contradicts(vec![format!("contradicts: {attack}")])
+                    Outcome::Contradicts(vec![known(&format!("contradicts: {attack}"), true)])
                 } else {
                     outcomes[(i + j) % outcomes.len()].clone()
                 },
@@ -467,4 +467,15 @@ fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+/// A listed drift whose entry's reason and message are `text`.
+fn known(text: &str, contradicts: bool) -> KnownDrift {
+    KnownDrift {
+        drift: Drift::new("report.key", serde_json::json!(text), text),
+        more: 0,
+        reason: text.to_string(),
+        versions: vec![">=0.131.0".into()],
+        contradicts,
+    }
 }

@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use crate::codex::versions::sort_key;
 use crate::harness::expectations::Expectations;
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::{Drift, KnownDrift, Outcome};
 
 /// The environment variable that points at another baselines file (or a directory holding
 /// `baselines.json`).
@@ -53,34 +53,6 @@ pub const STRICT_ENV: &str = "CODEX_PARITY_STRICT";
 
 /// The baselines file's name inside a baselines directory.
 pub const FILE_NAME: &str = "baselines.json";
-
-/// One divergence a scenario reported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Drift {
-    /// A stable dotted name for what differs (`goal.interrupt_leaves_status`).
-    pub key: String,
-    /// What codex showed, as JSON: what the baseline matches.
-    pub observed: Value,
-    /// The same for people; never matched.
-    pub message: String,
-}
-
-impl Drift {
-    /// A drift with its key, observed value and message.
-    pub fn new(key: impl Into<String>, observed: Value, message: impl Into<String>) -> Drift {
-        Drift {
-            key: key.into(),
-            observed,
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Drift {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} = {} ({})", self.key, self.observed, self.message)
-    }
-}
 
 /// The stable part of a tool-call pairing violation (as the sidecar words it): without
 /// the item's position in `input`, which moves with the history before it
@@ -392,11 +364,6 @@ impl Baseline {
         }
         let (mut known, mut contradicting) = (Vec::new(), false);
         for (entry, seen) in entries.iter().zip(&seen) {
-            let what = if entry.contradicts {
-                "contradicts the claim: "
-            } else {
-                ""
-            };
             match seen.as_slice() {
                 [] if entry.intermittent => {}
                 [] => problems.push(format!(
@@ -407,18 +374,13 @@ impl Baseline {
                     self.codex,
                     entry.reason
                 )),
-                [one] => known.push(format!(
-                    "{what}{} = {}: {} ({})",
-                    one.key, one.observed, entry.reason, one.message
-                )),
-                [first, rest @ ..] => known.push(format!(
-                    "{what}{} = {}: {} ({}; and {} more like it)",
-                    first.key,
-                    first.observed,
-                    entry.reason,
-                    first.message,
-                    rest.len()
-                )),
+                [first, rest @ ..] => known.push(KnownDrift {
+                    drift: first.clone(),
+                    more: rest.len(),
+                    reason: entry.reason.clone(),
+                    versions: entry.versions.clone(),
+                    contradicts: entry.contradicts,
+                }),
             }
             contradicting |= entry.contradicts && !seen.is_empty();
         }
@@ -429,7 +391,7 @@ impl Baseline {
         } else if self.strict {
             Outcome::Failed(format!(
                 "strict mode: any drift fails, even drift the baseline lists:\n{}",
-                known.join("\n")
+                Outcome::lines(&known).join("\n")
             ))
         } else if contradicting {
             Outcome::Contradicts(known)
@@ -494,12 +456,19 @@ mod tests {
         assert_eq!(b.judge("other", None, vec![]), Outcome::Passed);
         let o = b.judge("s", None, vec![pairing()]);
         assert_eq!(
+            o.detail().unwrap_or_default(),
+            "requests.tool_call_pairing = \"output_without_call\": reason of \
+             requests.tool_call_pairing (request #1: output without its call)"
+        );
+        assert_eq!(
             o,
-            Outcome::Drift(vec![
-                "requests.tool_call_pairing = \"output_without_call\": reason of \
-                 requests.tool_call_pairing (request #1: output without its call)"
-                    .into()
-            ])
+            Outcome::Drift(vec![KnownDrift {
+                drift: pairing(),
+                more: 0,
+                reason: "reason of requests.tool_call_pairing".into(),
+                versions: b.expected[0].versions.clone(),
+                contradicts: false,
+            }])
         );
         // A failure is never excused by an entry.
         let o = b.judge("s", Some("checks failed".into()), vec![pairing()]);
@@ -517,7 +486,9 @@ mod tests {
         match b.judge("s", None, vec![pairing(), interrupt]) {
             Outcome::Contradicts(notes) => {
                 assert_eq!(notes.len(), 2, "{notes:?}");
-                assert!(notes[1].starts_with("contradicts the claim: "), "{notes:?}");
+                assert!(notes[1].contradicts && !notes[0].contradicts, "{notes:?}");
+                let text = notes[1].to_string();
+                assert!(text.starts_with("contradicts the claim: "), "{text}");
             }
             o => panic!("{o:?}"),
         }
@@ -551,7 +522,9 @@ mod tests {
         match o {
             Outcome::Drift(notes) => {
                 assert_eq!(notes.len(), 1);
-                assert!(notes[0].ends_with("; and 2 more like it)"), "{notes:?}");
+                assert_eq!(notes[0].more, 2, "{notes:?}");
+                let text = notes[0].to_string();
+                assert!(text.ends_with("; and 2 more like it)"), "{text}");
             }
             o => panic!("{o:?}"),
         }

@@ -21,7 +21,7 @@ use anyhow::{Result, bail};
 
 pub use crate::codex::install::between;
 
-use crate::harness::baseline::Drift;
+use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Ran;
 

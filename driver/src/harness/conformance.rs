@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::app_server::transcript::{SentKind, UNKNOWN_METHOD};
 use crate::codex::conformance::{Conformance, Direction, Verdict};
-use crate::harness::baseline::Drift;
+use crate::harness::outcome::Drift;
 use crate::harness::tally::Connection;
 
 /// The drift key of a message that does not conform.

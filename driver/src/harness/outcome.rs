@@ -1,5 +1,9 @@
-//! How a scenario ended on one binary: the word of the results matrix and what there is to
-//! say beyond it.
+//! How a scenario ended on one binary, typed from the scenario to the report: the word of
+//! the results matrix, the divergences a scenario reported ([`Drift`]) and those the
+//! baseline listed ([`KnownDrift`], with the entry that listed them).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// How a scenario ended on one binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,11 +13,11 @@ pub enum Outcome {
     /// Every assertion held except divergences this version's baseline lists, none of
     /// which contradicts the scenario's headline claim: each with the baseline's reason and
     /// what was seen.
-    Drift(Vec<String>),
+    Drift(Vec<KnownDrift>),
     /// Differed only as the baseline lists, but at least one listed divergence contradicts
     /// the scenario's headline claim (the claim did not hold on this version): the notes,
     /// as for [`Outcome::Drift`].
-    Contradicts(Vec<String>),
+    Contradicts(Vec<KnownDrift>),
     /// Something did not hold: the reason.
     Failed(String),
     /// The binary cannot do what the scenario needs: the reason. Never counted as passed.
@@ -38,8 +42,108 @@ impl Outcome {
     pub fn detail(&self) -> Option<String> {
         match self {
             Outcome::Passed => None,
-            Outcome::Drift(notes) | Outcome::Contradicts(notes) => Some(notes.join("\n")),
+            Outcome::Drift(known) | Outcome::Contradicts(known) => {
+                Some(Outcome::lines(known).join("\n"))
+            }
             Outcome::Failed(reason) | Outcome::NotApplicable(reason) => Some(reason.clone()),
         }
+    }
+
+    /// The listed drift of a drift or contradicting outcome (empty for any other).
+    pub fn known(&self) -> &[KnownDrift] {
+        match self {
+            Outcome::Drift(known) | Outcome::Contradicts(known) => known,
+            _ => &[],
+        }
+    }
+
+    /// Each listed drift as its line of text (see [`KnownDrift`]'s `Display`).
+    pub fn lines(known: &[KnownDrift]) -> Vec<String> {
+        known.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// One divergence a scenario reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    /// A stable dotted name for what differs (`goal.interrupt_leaves_status`).
+    pub key: String,
+    /// What codex showed, as JSON: what the baseline matches.
+    pub observed: Value,
+    /// The same for people; never matched.
+    pub message: String,
+}
+
+impl Drift {
+    /// A drift with its key, observed value and message.
+    pub fn new(key: impl Into<String>, observed: Value, message: impl Into<String>) -> Drift {
+        Drift {
+            key: key.into(),
+            observed,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} ({})", self.key, self.observed, self.message)
+    }
+}
+
+/// A divergence the baseline lists, as one run saw it: the first drift its entry matched,
+/// how many more like it followed, and the entry (its reason, its versions, whether it
+/// contradicts the scenario's headline claim).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownDrift {
+    /// The first drift the entry matched.
+    pub drift: Drift,
+    /// How many more drifts the same entry matched in the run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more: usize,
+    /// The entry's reason.
+    pub reason: String,
+    /// The entry's versions (`>=0.161.0`, `A..B`).
+    pub versions: Vec<String>,
+    /// Whether the entry contradicts the scenario's headline claim.
+    #[serde(default)]
+    pub contradicts: bool,
+}
+
+impl KnownDrift {
+    /// A listed drift whose entry gives `reason`, for the tests of what reports show.
+    #[cfg(test)]
+    pub fn with_reason(reason: &str, contradicts: bool) -> KnownDrift {
+        KnownDrift {
+            drift: Drift::new("test.key", Value::from("seen"), "as seen"),
+            more: 0,
+            reason: reason.to_string(),
+            versions: vec![">=0.1.0".into()],
+            contradicts,
+        }
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl std::fmt::Display for KnownDrift {
+    /// `[contradicts the claim: ]KEY = OBSERVED: REASON (MESSAGE[; and N more like it])`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.contradicts {
+            write!(f, "contradicts the claim: ")?;
+        }
+        let d = &self.drift;
+        write!(
+            f,
+            "{} = {}: {} ({}",
+            d.key, d.observed, self.reason, d.message
+        )?;
+        if self.more > 0 {
+            write!(f, "; and {} more like it", self.more)?;
+        }
+        write!(f, ")")
     }
 }

@@ -15,8 +15,9 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::baseline::{Baseline, Baselines, Drift};
+use crate::harness::baseline::{Baseline, Baselines};
 use crate::harness::conformance::{self, Checked};
+use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::shard::Shard;

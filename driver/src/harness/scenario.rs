@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
-use crate::harness::baseline::Drift;
+use crate::harness::outcome::Drift;
 pub use crate::harness::tally::Tally;
 use crate::harness::world::{Settings, Transport, World, WorldOptions};
 

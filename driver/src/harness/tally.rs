@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::app_server::transcript::Sent;
-use crate::harness::baseline::Drift;
+use crate::harness::outcome::Drift;
 use crate::harness::sidecar::SidecarHealth;
 use crate::lock;
 

@@ -16,9 +16,10 @@ use serde_json::json;
 
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
-use crate::harness::baseline::{Drift, pairing_kind};
+use crate::harness::baseline::pairing_kind;
 use crate::harness::codex_env::{self, codex_env};
 use crate::harness::home_template::{self, HomeTemplate};
+use crate::harness::outcome::Drift;
 use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 use crate::harness::tally::{Connection, Tally};

@@ -525,7 +525,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::harness::baseline::{Drift, version_matches};
+    use crate::harness::baseline::version_matches;
+    use crate::harness::outcome::Drift;
     use crate::report::matrix::{Column, Entry, Row};
 
     fn v(list: &[&str]) -> Vec<String> {

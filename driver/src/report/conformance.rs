@@ -125,7 +125,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::harness::baseline::Drift;
+    use crate::harness::outcome::Drift;
     use crate::harness::outcome::Outcome;
     use crate::report::matrix::{Column, Entry};
 

@@ -215,12 +215,16 @@ mod tests {
     #[test]
     fn contradicting_drift_has_its_own_colour_and_section() {
         let mut m = sample();
-        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        m.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "the goal stays active",
+                true,
+            )]);
         let html = render(&m, &standard(&m));
         assert!(html.contains(".contra {"), "a style of its own");
         assert!(html.contains(
             "<td class=\"cell contra\" data-scenario=\"gamma\" data-codex=\"codex-0.171.0\" \
-             title=\"the goal stays active\"><a href=\"#contra-gamma-codex-0_171_0\">CONTRA</a></td>"
+             title=\"contradicts the claim: test.key = &quot;seen&quot;: the goal stays active (as seen)\"><a href=\"#contra-gamma-codex-0_171_0\">CONTRA</a></td>"
         ), "{html}");
         assert!(html.contains("<section id=\"contradicting-drift\">"));
         assert!(html.contains("<details id=\"contra-gamma-codex-0_171_0\""));

@@ -3,7 +3,7 @@
 //!
 //! ```json
 //! {
-//!   "format": 1,
+//!   "format": 2,
 //!   "shard": {"index": 1, "count": 2},
 //!   "codex": [{"label": "codex-0.171.0", "version": "0.171.0"}],
 //!   "scenarios": [{"name": "smoke_uses_mock_responses", "id": "A1", "summary": "..."}],
@@ -14,8 +14,10 @@
 //! }
 //! ```
 //!
-//! `status` is `passed`, `drift` (with `notes`: what differs as the baseline expects),
-//! `contradicts` (listed drift that contradicts the scenario's headline claim, with `notes`),
+//! `status` is `passed`, `drift` (with `known`: what differs as the baseline expects, each
+//! as its drift, the number of `more` like it and the entry's `reason`, `versions` and
+//! `contradicts`), `contradicts` (listed drift that contradicts the scenario's headline
+//! claim, with `known`),
 //! `failed` or `not_applicable` (with `reason`); `observations` lists facts the scenario recorded
 //! about that codex (which edit path it took, a skipped golden comparison); `schema` what
 //! checking its transcripts against codex's own schema found (counts and drift); `drift`
@@ -33,13 +35,13 @@ use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{Column, Entry, Matrix, Row};
-use crate::harness::baseline::Drift;
 use crate::harness::conformance::Checked;
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::Drift;
+use crate::harness::outcome::{KnownDrift, Outcome};
 use crate::harness::shard::Shard;
 
 /// The version of the file's shape.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,7 +91,7 @@ struct ResultJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    notes: Vec<String>,
+    known: Vec<KnownDrift>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     observations: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,16 +133,16 @@ pub fn render(matrix: &Matrix) -> String {
 }
 
 fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
-    let (status, reason, notes) = match &e.outcome {
-        Outcome::Passed => (Status::Passed, None, vec![]),
-        Outcome::Drift(notes) => (Status::Drift, None, notes.clone()),
-        Outcome::Contradicts(notes) => (Status::Contradicts, None, notes.clone()),
-        Outcome::Failed(r) => (Status::Failed, Some(r.clone()), vec![]),
-        Outcome::NotApplicable(r) => (Status::NotApplicable, Some(r.clone()), vec![]),
+    let (status, reason) = match &e.outcome {
+        Outcome::Passed => (Status::Passed, None),
+        Outcome::Drift(_) => (Status::Drift, None),
+        Outcome::Contradicts(_) => (Status::Contradicts, None),
+        Outcome::Failed(r) => (Status::Failed, Some(r.clone())),
+        Outcome::NotApplicable(r) => (Status::NotApplicable, Some(r.clone())),
     };
     // Text for readers, not terminals: no colour codes from a codex stderr tail.
     let clean = |lines: Vec<String>| lines.iter().map(|l| super::strip_escapes(l)).collect();
-    let (reason, notes) = (reason.map(|r| super::strip_escapes(&r)), clean(notes));
+    let reason = reason.map(|r| super::strip_escapes(&r));
     ResultJson {
         scenario: e.scenario.clone(),
         id: matrix.id_of(&e.scenario).to_string(),
@@ -149,7 +151,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         status,
         duration_ms: u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
         reason,
-        notes,
+        known: e.outcome.known().to_vec(),
         observations: clean(e.observations.clone()),
         schema: e.checked.clone(),
         drift: e.drift.clone(),
@@ -202,8 +204,8 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
         let reason = || r.reason.clone().unwrap_or_default();
         let outcome = match r.status {
             Status::Passed => Outcome::Passed,
-            Status::Drift => Outcome::Drift(r.notes.clone()),
-            Status::Contradicts => Outcome::Contradicts(r.notes.clone()),
+            Status::Drift => Outcome::Drift(r.known.clone()),
+            Status::Contradicts => Outcome::Contradicts(r.known.clone()),
             Status::Failed => Outcome::Failed(reason()),
             Status::NotApplicable => Outcome::NotApplicable(reason()),
         };
@@ -256,18 +258,26 @@ mod tests {
         assert_eq!(results[2]["id"], "E16");
         assert_eq!(results[3]["status"], "drift");
         let mut contra = sample();
-        contra.entries[4].outcome = Outcome::Contradicts(vec!["stays active".into()]);
+        contra.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "stays active",
+                true,
+            )]);
         let text = render(&contra);
         assert!(text.contains("\"status\": \"contradicts\""), "{text}");
         assert_eq!(parse(&text).unwrap(), contra, "merge reads it back");
-        assert_eq!(results[3]["notes"][0], "injects output (goal_objective)");
+        assert_eq!(
+            results[3]["known"][0]["reason"],
+            "injects output (goal_objective)"
+        );
+        assert_eq!(results[3]["known"][0]["drift"]["key"], "test.key");
         assert!(v.get("shard").is_none());
     }
 
     #[test]
     fn rejects_foreign_files_and_unknown_cells() {
         assert!(parse("{}").is_err());
-        let text = render(&sample()).replace("\"format\": 1", "\"format\": 9");
+        let text = render(&sample()).replace("\"format\": 2", "\"format\": 9");
         assert!(format!("{:#}", parse(&text).unwrap_err()).contains("format 9"));
         let text =
             render(&sample()).replace("\"codex\": \"codex-0.131.0\"", "\"codex\": \"codex-9\"");

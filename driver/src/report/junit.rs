@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::matrix::{Entry, Matrix};
 use super::{escape, escape_attr};
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::{KnownDrift, Outcome};
 
 /// The matrix as JUnit XML.
 pub fn render(matrix: &Matrix) -> String {
@@ -105,11 +105,11 @@ fn write_case(suites: &mut String, e: &Entry) {
 
 /// The end of a passing case with drift: a `parity.status` property (`drift` or
 /// `contradicts`) and the notes in `<system-out>`.
-fn drift_case(suites: &mut String, status: &str, what: &str, notes: &[String]) {
+fn drift_case(suites: &mut String, status: &str, what: &str, known: &[KnownDrift]) {
     let _ = writeln!(
         suites,
         ">\n      <properties><property name=\"parity.status\" value=\"{status}\"/></properties>\n      <system-out>{what} (fixtures/expected/baselines.json):\n{}</system-out>\n    </testcase>",
-        escape(&notes.join("\n"))
+        escape(&Outcome::lines(known).join("\n"))
     );
 }
 
@@ -198,7 +198,11 @@ mod tests {
     #[test]
     fn drift_cases_say_their_kind_in_a_property() {
         let mut m = sample();
-        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        m.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "the goal stays active",
+                true,
+            )]);
         let xml = render(&m);
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let status = |name: &str| {
@@ -228,7 +232,7 @@ mod tests {
         let (kind, out) = status("gamma");
         assert_eq!(kind, "contradicts");
         assert!(out.starts_with("known drift that contradicts"), "{out}");
-        assert!(out.ends_with("the goal stays active"), "{out}");
+        assert!(out.ends_with("the goal stays active (as seen)"), "{out}");
         assert_eq!(status("beta").0, "drift");
     }
 }

@@ -133,10 +133,14 @@ mod tests {
     #[test]
     fn contradicting_drift_has_its_word_and_total() {
         let mut m = sample();
-        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        m.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "the goal stays active",
+                true,
+            )]);
         let md = render(&m, &standard(&m));
         assert!(md.contains("| gamma | B2 | – | CONTRA |"), "{md}");
         assert!(md.contains("| *contradicts claim* | | 0 | 1 |"), "{md}");
-        assert!(md.contains("- **gamma (B2) on codex-0.171.0**: the goal stays active"));
+        assert!(md.contains("- **gamma (B2) on codex-0.171.0**: contradicts the claim: test.key = \"seen\": the goal stays active (as seen)"));
     }
 }

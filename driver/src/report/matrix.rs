@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{bail, ensure};
 
 use crate::codex::binaries::CodexBinary;
-use crate::harness::baseline::Drift;
 use crate::harness::conformance::Checked;
+use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
 use crate::harness::scenario::Scenario;
@@ -374,7 +374,7 @@ pub(crate) mod tests {
             checked: (s == "alpha").then(|| Checked {
                 validated: 5,
                 unknown: 1,
-                drift: vec![crate::harness::baseline::Drift::new(
+                drift: vec![crate::harness::outcome::Drift::new(
                     "schema.unknown_method",
                     serde_json::json!({"method": "x/y"}),
                     "x/y is not in the schema",
@@ -383,7 +383,7 @@ pub(crate) mod tests {
             }),
             // Raw drift on a drifting row, so results.json carries it both ways.
             drift: if s == "beta" {
-                vec![crate::harness::baseline::Drift::new(
+                vec![crate::harness::outcome::Drift::new(
                     "turn.status",
                     serde_json::json!("failed"),
                     "the turn failed",
@@ -414,7 +414,10 @@ pub(crate) mod tests {
                 entry(
                     "beta",
                     "0.171.0",
-                    Outcome::Drift(vec!["injects output (goal_objective)".into()]),
+                    Outcome::Drift(vec![crate::harness::outcome::KnownDrift::with_reason(
+                        "injects output (goal_objective)",
+                        false,
+                    )]),
                     900,
                 ),
                 entry("gamma", "0.171.0", Outcome::Passed, 10),

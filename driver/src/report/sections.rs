@@ -214,18 +214,28 @@ mod tests {
             s[0].items[0].anchor.as_deref(),
             Some("fail-alpha-codex-0_171_0")
         );
-        assert_eq!(s[2].items[0].text, "injects output (goal_objective)");
+        assert_eq!(
+            s[2].items[0].text,
+            "test.key = \"seen\": injects output (goal_objective) (as seen)"
+        );
         assert_eq!(s[3].items[0].text, "no thread/goal methods");
     }
 
     #[test]
     fn contradicting_drift_has_its_own_section_and_anchor() {
         let mut m = sample();
-        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        m.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "the goal stays active",
+                true,
+            )]);
         let s = standard(&m);
         assert_eq!(s[1].id, "contradicting-drift");
         assert_eq!(s[1].items.len(), 1);
-        assert_eq!(s[1].items[0].text, "the goal stays active");
+        assert_eq!(
+            s[1].items[0].text,
+            "contradicts the claim: test.key = \"seen\": the goal stays active (as seen)"
+        );
         assert_eq!(
             s[1].items[0].anchor.as_deref(),
             Some("contra-gamma-codex-0_171_0")

@@ -193,7 +193,7 @@ mod tests {
             "only the first line of a reason"
         );
         assert!(text.contains("n/a   beta[codex-0.131.0]: no thread/goal methods"));
-        assert!(text.contains("drift beta[codex-0.171.0]: injects output (goal_objective)"));
+        assert!(text.contains("drift beta[codex-0.171.0]: test.key = \"seen\": injects output (goal_objective) (as seen)"));
         assert!(
             text.ends_with(
                 "\n\ntotal: 2 passed, 1 known drift, 0 contradicting drift, 1 failed, 1 skipped\n"
@@ -205,14 +205,18 @@ mod tests {
     #[test]
     fn contradicting_drift_is_its_own_word_and_count() {
         let mut m = sample();
-        m.entries[4].outcome = Outcome::Contradicts(vec!["the goal stays active".into()]);
+        m.entries[4].outcome =
+            Outcome::Contradicts(vec![crate::harness::outcome::KnownDrift::with_reason(
+                "the goal stays active",
+                true,
+            )]);
         let text = render(&m);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[3].split_whitespace().collect::<Vec<_>>(),
             ["gamma", "-", "CONTRA"]
         );
-        assert!(text.contains("CONTRA gamma[codex-0.171.0]: the goal stays active\n"));
+        assert!(text.contains("CONTRA gamma[codex-0.171.0]: contradicts the claim: test.key = \"seen\": the goal stays active (as seen)\n"));
         assert!(
             text.contains("1 passed, 1 known drift, 1 contradicting drift,"),
             "{text}"
