@@ -107,7 +107,15 @@ fn run_writes_reports_that_repeat_and_whose_shards_merge() {
         match r["status"].as_str().unwrap() {
             "passed" => {}
             "drift" | "contradicts" => {
-                assert!(!r["notes"].as_array().unwrap().is_empty(), "{r}")
+                let known = r["known"].as_array().unwrap();
+                assert!(!known.is_empty(), "{r}");
+                for k in known {
+                    assert!(
+                        k["drift"]["key"].is_string() && k["reason"].is_string(),
+                        "{k}"
+                    );
+                    assert!(!k["versions"].as_array().unwrap().is_empty(), "{k}");
+                }
             }
             "failed" | "not_applicable" => {
                 failed |= r["status"] == "failed";
