@@ -10,6 +10,7 @@
 //! | [`app_server`] | the JSON-RPC client of `codex app-server`, its messages, typed requests, the turn layer |
 //! | [`harness`] | scenarios and their context, worlds (sidecar, home, workspace, proxy), baselines, the runner, shards |
 //! | [`drift`] | request normalisation, structural diff, golden files, request drift across versions |
+//! | [`scenario_file`] | the interpreter of scenario files: an integrator's scenarios as TOML data |
 //! | [`scenarios`] | the registry of parity scenarios, one file per catalogue group, and their support |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
@@ -22,6 +23,7 @@ pub mod codex;
 pub mod drift;
 pub mod harness;
 pub mod report;
+pub mod scenario_file;
 pub mod scenarios;
 
 /// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock

@@ -35,8 +35,9 @@ use codex_parity::harness::scenario;
 use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::scenario_file;
 use codex_parity::scenarios;
-use codex_parity::scenarios::{scenario_file, setup};
+use codex_parity::scenarios::setup;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, FormatSetting, Trial};
 

@@ -15,7 +15,8 @@ use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
-use codex_parity::scenarios::{registry, scenario_file};
+use codex_parity::scenario_file;
+use codex_parity::scenarios::registry;
 
 /// Each example file's scenario and the built-in scenario it mirrors.
 const PAIRS: [(&str, &str); 6] = [

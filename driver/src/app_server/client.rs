@@ -610,6 +610,16 @@ impl AppServer {
             .map_or_else(|| "did not exit".into(), |exit| exit.to_string())
     }
 
+    /// Closes stdin and requires a clean exit within 5 s; `what` names the process in the
+    /// error.
+    pub async fn exit_cleanly(&self, what: &str) -> anyhow::Result<()> {
+        match self.shutdown_exit(Duration::from_secs(5)).await {
+            Some(exit) if exit.success() => Ok(()),
+            Some(exit) => anyhow::bail!("{what} exited with {exit}"),
+            None => anyhow::bail!("{what} did not exit"),
+        }
+    }
+
     /// [`AppServer::shutdown`], typed: how the process ended, `None` when it did not.
     pub async fn shutdown_exit(&self, timeout: Duration) -> Option<ChildExit> {
         lock(&self.shared.writer).take();

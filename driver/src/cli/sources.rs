@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use codex_parity::harness::runner::Target;
 use codex_parity::harness::scenario::Scenario;
-use codex_parity::scenarios::{self, scenario_file};
+use codex_parity::scenario_file;
+use codex_parity::scenarios;
 
 /// The arguments that choose the scenarios and extra baselines.
 #[derive(Debug, Default, clap::Args)]

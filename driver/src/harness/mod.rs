@@ -10,6 +10,7 @@ pub mod bisect;
 pub mod codex_env;
 pub mod conformance;
 pub mod expectations;
+pub mod git;
 pub mod home_template;
 pub mod outcome;
 pub mod proxy;

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{ConnectionScript, Scripted};
 use serde_json::json;
 
@@ -212,6 +213,35 @@ fn is_empty_dir(path: &std::path::Path) -> bool {
 }
 
 impl World {
+    /// The model requests its sidecar captured so far, waiting up to `timeout` for at
+    /// least `n`.
+    pub async fn captured(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Vec<CapturedRequest>> {
+        self.sidecar
+            .requests(n, timeout)
+            .await
+            .context("reading captured requests")
+    }
+
+    /// Waits up to `timeout` until the sidecar has captured at least `n` model requests
+    /// (codex is then waiting for the answer to the last one); an error when fewer came.
+    pub async fn requests_arrived(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Vec<CapturedRequest>> {
+        let requests = self.captured(n, timeout).await?;
+        anyhow::ensure!(
+            requests.len() >= n,
+            "expected {n} model request(s) to have arrived, the sidecar has {}",
+            requests.len()
+        );
+        Ok(requests)
+    }
+
     /// Makes the directories, starts the sidecar and the proxy, writes `config.toml`.
     pub async fn new(
         binary: &CodexBinary,

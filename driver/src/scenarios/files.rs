@@ -18,10 +18,10 @@ use super::{apply_patch_exec_call, call_reply, expect_requests, random_hex, setu
 use crate::app_server::AppServer;
 use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
 use crate::ensure_eq;
+use crate::harness::git;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
 use crate::scenario;
-use crate::scenarios::support::git;
 
 /// A model of codex's bundled catalogue (0.131.0 – 0.171.0) for which codex offers the
 /// freeform `apply_patch` tool; the mock model gets `exec_command` only.

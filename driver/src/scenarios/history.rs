@@ -15,10 +15,10 @@ use crate::app_server::AppServer;
 use crate::app_server::turn::{TURN_TIMEOUT, TurnOptions, run_turn, start_turn, text, wait_turn};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
+use crate::harness::git;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
 use crate::scenario;
-use crate::scenarios::support::git;
 use crate::scenarios::support::rollout::{self, ClonedRollout};
 
 /// The source turn's answer.

@@ -29,7 +29,6 @@ pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
 pub mod review;
-pub mod scenario_file;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;

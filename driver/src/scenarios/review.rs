@@ -16,10 +16,10 @@ use crate::app_server::client::Inbound;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
+use crate::harness::git;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
 use crate::scenario;
-use crate::scenarios::support::git;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {

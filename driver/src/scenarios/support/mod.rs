@@ -1,5 +1,4 @@
-//! What only scenarios need: git workspaces, tiny PNG images and rollout-file cloning.
+//! What only scenarios need: tiny PNG images and rollout-file cloning.
 
-pub mod git;
 pub mod png;
 pub mod rollout;

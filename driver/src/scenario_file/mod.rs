@@ -10,7 +10,7 @@
 //! - [`diagnostic`]: errors with their place in the file.
 //!
 //! ```no_run
-//! use codex_parity::scenarios::{registry, scenario_file};
+//! use codex_parity::{scenario_file, scenarios::registry};
 //! let builtins: Vec<&str> = registry().iter().map(|s| s.name).collect();
 //! let loaded = scenario_file::load_dirs(&["examples/scenarios".into()], &builtins)?;
 //! for s in &loaded.scenarios {

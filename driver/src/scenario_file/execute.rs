@@ -23,10 +23,9 @@ use crate::app_server::turn::{StartedTurn, Turn, TurnOptions, start_turn, text, 
 use crate::app_server::{AppServer, CallError};
 use crate::codex::capabilities::Capabilities;
 use crate::drift::normalize::Normalizer;
+use crate::harness::git;
 use crate::harness::scenario::Ctx;
 use crate::harness::world::{Transport, World, WorldOptions};
-use crate::scenarios::support::git;
-use crate::scenarios::{captured_requests, exit_cleanly, requests_arrived};
 
 /// The default wait of a turn step for `turn/completed`.
 const TURN_WAIT: Duration = Duration::from_secs(30);
@@ -484,13 +483,15 @@ impl Run<'_> {
                     expect_error.as_ref(),
                 )
             }
-            Step::WaitRequests { count, timeout_ms } => {
-                requests_arrived(&self.world, *count, ms(*timeout_ms))
-                    .await
-                    .map(|_| ())
-            }
+            Step::WaitRequests { count, timeout_ms } => self
+                .world
+                .requests_arrived(*count, ms(*timeout_ms))
+                .await
+                .map(|_| ()),
             Step::Restart {} => {
-                exit_cleanly(&self.app, "the app-server before the restart").await?;
+                self.app
+                    .exit_cleanly("the app-server before the restart")
+                    .await?;
                 let app = self.world.start().await?;
                 for (method, answer) in &self.answers {
                     self.register(&app, method, answer);
@@ -564,7 +565,7 @@ impl Run<'_> {
     /// The model requests captured so far (warm-up frames left out), waiting up to 2 s for
     /// at least `n`.
     async fn model_requests(&self, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
-        let all = captured_requests(&self.world, n, Duration::from_secs(2)).await?;
+        let all = self.world.captured(n, Duration::from_secs(2)).await?;
         Ok(all.into_iter().filter(|r| !r.auto_warmup).collect())
     }
 
