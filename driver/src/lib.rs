@@ -8,10 +8,11 @@
 //! |---|---|
 //! | [`codex`] | a codex binary: resolution, npm install, version, protocol schema, capabilities, schema diff |
 //! | [`app_server`] | the JSON-RPC client of `codex app-server`, its messages, typed requests, the turn layer |
-//! | [`harness`] | scenarios and their context, worlds (sidecar, home, workspace, proxy), baselines, the runner, shards |
+//! | [`harness`] | scenarios and their context, worlds (sidecar, home, workspace, proxy, git), outcomes, baselines, the runner, shards |
 //! | [`drift`] | request normalisation, structural diff, golden files, request drift across versions |
 //! | [`scenario_file`] | the interpreter of scenario files: an integrator's scenarios as TOML data |
 //! | [`scenarios`] | the registry of parity scenarios, one file per catalogue group, and their support |
+//! | [`plan`] | the run as a library: options, the plan every front-end builds, its events and sinks, the session on one binary |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
 //!
@@ -22,6 +23,7 @@ pub mod bench;
 pub mod codex;
 pub mod drift;
 pub mod harness;
+pub mod plan;
 pub mod report;
 pub mod scenario_file;
 pub mod scenarios;

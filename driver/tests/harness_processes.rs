@@ -15,8 +15,7 @@ use std::time::Duration;
 use codex_parity::app_server::turn::{TurnOptions, start_turn, text, wait_turn};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::harness::baseline::Baselines;
-use codex_parity::harness::runner::{self, Target};
+use codex_parity::harness::runner::Target;
 use codex_parity::harness::scenario::{Ctx, Scenario};
 use codex_parity::scenarios::setup;
 use codex_parity_sidecar::{Scripted, bodies};
@@ -35,10 +34,7 @@ async fn target() -> Target {
     .await
     .expect("resolving the codex binary");
     let binary = found.pop().expect("at least one codex binary");
-    runner::prepare(vec![binary], &Baselines::builtin().unwrap())
-        .await
-        .expect("reading the codex schema")
-        .remove(0)
+    support::target_of(binary).await
 }
 
 fn codex_path() -> PathBuf {

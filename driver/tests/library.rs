@@ -8,9 +8,9 @@ use anyhow::{Context, ensure};
 use codex_parity::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::scenario::{Ctx, Scenario};
-use codex_parity::harness::session::Session;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::WorldOptions;
+use codex_parity::plan::session::Session;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 

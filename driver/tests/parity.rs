@@ -28,15 +28,14 @@ use codex_parity::app_server::turn::{TurnOptions, run_turn, text};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::drift::transcript;
-use codex_parity::harness::baseline::{self, Baseline, Baselines};
+use codex_parity::harness::baseline::Baseline;
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario;
 use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
 use codex_parity::harness::sidecar::SidecarLauncher;
-use codex_parity::harness::world::Settings;
+use codex_parity::plan::{Options, Plan};
 use codex_parity::scenario_file;
-use codex_parity::scenarios;
 use codex_parity::scenarios::setup;
 use codex_parity_sidecar::{Scripted, bodies};
 use libtest_mimic::{Arguments, Failed, FormatSetting, Trial};
@@ -103,11 +102,6 @@ struct Counts {
     failed: AtomicUsize,
 }
 
-/// Whether `CODEX_PARITY_STRICT` asks for strict mode (set, and not `0` or empty).
-fn strict_from_env() -> bool {
-    std::env::var_os(baseline::STRICT_ENV).is_some_and(|v| !v.is_empty() && v != "0")
-}
-
 /// The trial's kind: the catalogue id, and `drift` or `contradicts` when the version's
 /// baseline lists drift for the scenario.
 fn kind(s: &Scenario, baseline: &Baseline) -> String {
@@ -132,19 +126,6 @@ fn main() -> ExitCode {
             .and_then(|v| v.parse().ok());
         args.test_threads = Some(from_env.unwrap_or_else(runner::default_jobs));
     }
-    let mut all = scenarios::registry();
-    let builtins: Vec<&str> = all.iter().map(|s| s.name).collect();
-    let files = match scenario_file::load_dirs(&scenario_file::dirs_from_env(), &builtins) {
-        Ok(files) => files,
-        Err(e) => {
-            eprintln!(
-                "parity: {} names a bad scenario file: {e}",
-                scenario_file::ENV
-            );
-            return ExitCode::from(2);
-        }
-    };
-    all.extend(files.scenarios);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -152,7 +133,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let prepared = runtime.block_on(async {
+    // The plan every front-end builds, from what the environment sets; libtest filters
+    // the trials itself.
+    let options = Options::from_env();
+    let strict = options.strict;
+    let builder = match Plan::builder(options) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "parity: {} names a bad scenario file: {e:#}",
+                scenario_file::ENV
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let built = runtime.block_on(async {
         let request = binaries::BinaryRequest {
             paths: bins,
             versions: Vec::new(),
@@ -161,47 +156,33 @@ fn main() -> ExitCode {
         let binaries =
             binaries::resolve_request(&request, &Cache::from_env()?, &StderrProgress::new())
                 .await?;
-        runner::prepare(binaries, &Baselines::builtin()?).await
+        let sidecar = SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity"));
+        builder.build(binaries, sidecar).await
     });
-    let mut targets = match prepared {
-        Ok(t) => t,
+    let plan = match built {
+        Ok(plan) => Arc::new(plan),
         Err(e) => {
             eprintln!("parity: cannot prepare the codex binaries: {e:#}");
             return ExitCode::from(2);
         }
     };
-    let settings = Arc::new(Settings::new(
-        SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity")),
-        std::env::var_os("CODEX_PARITY_KEEP").is_some(),
-    ));
-    let strict = strict_from_env();
-    for target in &mut targets {
-        let baseline = Arc::make_mut(&mut target.baseline);
-        baseline.strict = strict;
-        for file in &files.baselines {
-            if let Err(e) = baseline.add(file) {
-                eprintln!("parity: reading the baselines {}: {e:#}", file.display());
-                return ExitCode::from(2);
-            }
-        }
-    }
     let counts = Arc::new(Counts::default());
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();
-    for target in &targets {
-        for s in all.iter().cloned() {
-            let name = scenario::test_name(&s, &target.binary);
-            let na = (s.applies)(&target.caps).err();
-            if let Some(reason) = &na {
-                not_applicable.push(format!("{name}: {reason}"));
-            }
-            let kind = kind(&s, &target.baseline);
-            let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
-            let counts = counts.clone();
+    for (target, s) in plan.cells() {
+        let name = scenario::test_name(s, &target.binary);
+        let na = (s.applies)(&target.caps).err();
+        if let Some(reason) = &na {
+            not_applicable.push(format!("{name}: {reason}"));
+        }
+        let kind = kind(s, &target.baseline);
+        let (target, s, plan, handle) = (target.clone(), s.clone(), plan.clone(), handle.clone());
+        let counts = counts.clone();
+        {
             let trial = Trial::test(name, move || {
-                let keep = settings.keep;
-                let ran = handle.block_on(runner::run_scenario(&s, &target, settings));
+                let keep = plan.options.keep;
+                let ran = handle.block_on(plan.run_one(&s, &target));
                 if keep {
                     let version = &target.binary.version;
                     match transcript::write_kept_connections(s.name, version, &ran.transcripts) {
@@ -247,17 +228,14 @@ fn main() -> ExitCode {
             trials.push(trial);
         }
     }
-    for target in &targets {
+    for target in &plan.targets {
         for (name, run, expected) in SELF_CHECKS {
-            let (target, settings, handle) = (target.clone(), settings.clone(), handle.clone());
+            let (target, plan, handle) = (target.clone(), plan.clone(), handle.clone());
             let name = format!("{name}[{}]", target.binary.label());
             let check = Scenario::new("harness_self_check", "self", "self-check", run);
             trials.push(
                 Trial::test(name, move || {
-                    match handle
-                        .block_on(runner::run_scenario(&check, &target, settings))
-                        .outcome
-                    {
+                    match handle.block_on(plan.run_one(&check, &target)).outcome {
                         Outcome::Failed(reason) if reason.contains(expected) => Ok(()),
                         other => Err(Failed::from(format!(
                             "expected a failure naming {expected:?}, got {other:?}"

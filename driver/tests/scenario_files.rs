@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use codex_parity::codex::binaries::{self, BinaryRequest, CodexBinary};
 use codex_parity::codex::install::{Cache, StderrProgress};
-use codex_parity::harness::baseline::{Baseline, Baselines, Expected};
+use codex_parity::harness::baseline::{Baseline, Expected};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::plan::{Options, Plan};
 use codex_parity::scenario_file;
 use codex_parity::scenarios::registry;
 
@@ -63,10 +64,13 @@ async fn binary(versions: Vec<String>) -> CodexBinary {
 
 /// The target of `binary` judged by `baseline` (its version's entries of it).
 async fn target(binary: CodexBinary, baseline: Baseline) -> Target {
-    let mut t = runner::prepare(vec![binary], &Baselines::builtin().unwrap())
-        .await
+    let sidecar = SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity"));
+    let plan = Plan::builder(Options::default())
         .unwrap()
-        .remove(0);
+        .build(vec![binary], sidecar)
+        .await
+        .unwrap();
+    let mut t = plan.targets.into_iter().next().unwrap();
     t.baseline = Arc::new(baseline);
     t
 }

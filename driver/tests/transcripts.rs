@@ -15,7 +15,6 @@ use codex_parity::codex::conformance::{Direction, Verdict};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::drift::transcript;
-use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::conformance::{NONCONFORMING, UNKNOWN};
 use codex_parity::harness::outcome::Outcome;
 use codex_parity::harness::runner::{self, Ran, Target};
@@ -166,10 +165,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
         let binary = binaries::resolve_spec(version, &cache, &progress)
             .await
             .unwrap();
-        let target = runner::prepare(vec![binary.clone()], &Baselines::builtin().unwrap())
-            .await
-            .unwrap()
-            .remove(0);
+        let target = support::target_of(binary.clone()).await;
         let ran = run(&target, "smoke_uses_mock_responses").await;
         records.push(runner::Record {
             scenario: "smoke_uses_mock_responses",

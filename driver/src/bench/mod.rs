@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::codex::binaries::CodexBinary;
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::{self, Target};
-use crate::harness::scenario::Scenario;
 use crate::harness::world::{Settings, World, WorldOptions};
+use crate::plan::Plan;
 
 /// The raw samples of each world (`median` summarises them).
 #[derive(Debug, Clone)]
@@ -76,16 +75,15 @@ pub struct SuiteRun {
     pub counts: Vec<(&'static str, usize)>,
 }
 
-/// Runs `scenarios` on `targets`, `jobs` at once, quietly; returns the wall time.
-pub async fn suite(
-    targets: &[Target],
-    scenarios: &[Scenario],
-    settings: Arc<Settings>,
-    jobs: usize,
-) -> SuiteRun {
+/// Runs `plan` quietly (no sink); returns the wall time.
+pub async fn suite(plan: &Plan) -> SuiteRun {
     let started = Instant::now();
     let cpu_before = cpu::CpuTimes::now();
-    let records = runner::run_all(targets, scenarios, settings, jobs, Arc::new(|_| {})).await;
+    let records = plan
+        .run(&mut [], std::future::pending::<()>())
+        .await
+        .finished
+        .records;
     let wall = started.elapsed();
     let cpu = cpu::CpuTimes::now()
         .zip(cpu_before)
@@ -105,7 +103,7 @@ pub async fn suite(
         }
     }
     SuiteRun {
-        labels: targets.iter().map(|t| t.binary.label()).collect(),
+        labels: plan.targets.iter().map(|t| t.binary.label()).collect(),
         wall,
         cpu,
         ran: records

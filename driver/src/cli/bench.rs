@@ -1,16 +1,15 @@
 //! `codex-parity bench`: what the harness costs and how it holds up.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use codex_parity::bench;
 use codex_parity::codex::binaries::CodexBinary;
-use codex_parity::harness::baseline::Baselines;
-use codex_parity::harness::runner;
+use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::plan::{Options, Plan};
 
-use crate::cli::matrix::{MatrixArgs, binaries_for, settings};
+use crate::cli::matrix::{MatrixArgs, binaries_for};
 
 /// The arguments of `bench`.
 #[derive(Debug, clap::Args)]
@@ -46,10 +45,17 @@ pub(crate) struct BenchArgs {
     matrix: MatrixArgs,
 }
 
+impl BenchArgs {
+    /// The plan's options of `--suite`: the matrix's (scenarios, filter, baselines, jobs).
+    pub(crate) fn options(&self) -> Options {
+        self.matrix.options()
+    }
+}
+
 /// `bench`: the measures asked for (`--overhead` and `--suite` when none is).
 pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let default = !(args.overhead || args.suite || args.soak || args.load);
-    let settings = settings(false, false)?;
+    let settings = Settings::new(SidecarLauncher::current_exe()?, false);
     let mut failed = false;
     if args.load {
         load(&args, &settings).await?;
@@ -67,7 +73,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         failed |= !soak(&args, &binaries, &settings).await?;
     }
     if default || args.suite {
-        failed |= !suite(&args, binaries, settings).await?;
+        failed |= !suite(&args, binaries, settings.sidecar).await?;
     }
     Ok(if failed {
         ExitCode::from(1)
@@ -138,33 +144,34 @@ async fn soak(
     }
 }
 
-/// `--suite`: each binary alone (when there are several), then all of them together;
-/// false when a scenario failed.
+/// `--suite`: each binary alone (when there are several), then all of them together, as
+/// one plan and plans on its targets; false when a scenario failed.
 async fn suite(
     args: &BenchArgs,
     binaries: Vec<CodexBinary>,
-    settings: Settings,
+    sidecar: SidecarLauncher,
 ) -> anyhow::Result<bool> {
-    let sources = args.matrix.scenarios()?;
-    let scenarios = sources.scenarios;
-    let mut targets = runner::prepare(binaries, &Baselines::builtin()?).await?;
-    crate::cli::sources::add_baselines(&mut targets, &sources.baselines)?;
-    let jobs = args.matrix.jobs();
-    let settings = Arc::new(settings);
-    let mut runs: Vec<Vec<runner::Target>> = Vec::new();
-    if targets.len() > 1 {
-        runs.extend(targets.iter().map(|t| vec![t.clone()]));
+    let plan = Plan::builder(args.options())?
+        .build(binaries, sidecar)
+        .await?;
+    let jobs = plan.options.jobs();
+    let mut runs: Vec<Plan> = Vec::new();
+    if plan.targets.len() > 1 {
+        for target in &plan.targets {
+            let label = target.binary.label();
+            runs.push(plan.only(|t| t.binary.label() == label));
+        }
     }
-    runs.push(targets);
+    let scenarios = plan.scenarios.len();
+    runs.push(plan);
     let mut single = Vec::new();
     let mut passed = true;
     for set in runs {
-        let r = bench::suite(&set, &scenarios, settings.clone(), jobs).await;
+        let r = bench::suite(&set).await;
         let counts: Vec<String> = r.counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
         println!(
-            "suite on {} ({} scenarios, --jobs {jobs}): {:.1} s ({})",
+            "suite on {} ({scenarios} scenarios, --jobs {jobs}): {:.1} s ({})",
             r.labels.join(" + "),
-            scenarios.len(),
             r.wall.as_secs_f64(),
             counts.join(", ")
         );

@@ -2,20 +2,17 @@
 //! differs from its outcome on a good release, installing only the releases it probes.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
-use codex_parity::harness::runner;
 use codex_parity::harness::scenario::Scenario;
-use codex_parity::harness::world::Settings;
+use codex_parity::harness::sidecar::SidecarLauncher;
+use codex_parity::plan::{Options, Plan, PlanBuilder};
 
-use crate::cli::matrix::settings;
-use crate::cli::sources::{ScenarioSources, add_baselines};
+use crate::cli::sources::ScenarioSources;
 
 /// How many characters of an observed value a probe line shows.
 const VALUE_WIDTH: usize = 60;
@@ -41,6 +38,16 @@ pub(crate) struct BisectArgs {
     sources: ScenarioSources,
 }
 
+impl BisectArgs {
+    /// The plan's options: the scenario files, the extra baselines, `--keep`.
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            keep: self.keep,
+            ..self.sources.apply(Options::default())
+        }
+    }
+}
+
 /// `bisect`: 0 when the first changed release was found, 1 when there is no single change
 /// (not monotonic, or the same outcome at both ends), 2 on errors.
 pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
@@ -53,8 +60,8 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
             args.good
         );
     }
-    let sources = args.sources.load()?;
-    let scenario = one_scenario(sources.scenarios, &args.filter)?;
+    let builder = Plan::builder(args.options())?;
+    let scenario = one_scenario(builder.scenarios().to_vec(), &args.filter)?;
     let platform = install::current_platform()?;
     eprintln!(
         "codex-parity: listing the releases of {} on npm",
@@ -78,9 +85,9 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
     install::reserve(&cache, &[args.good.clone(), args.bad.clone()]);
     let prober = Prober {
         scenario,
-        baselines: sources.baselines,
+        builder,
         cache,
-        settings: Arc::new(settings(args.keep, false)?),
+        sidecar: SidecarLauncher::current_exe()?,
     };
     let count = std::cell::Cell::new(0);
     let result = bisect::bisect(&releases, |version| {
@@ -117,13 +124,13 @@ fn one_scenario(all: Vec<Scenario>, filter: &str) -> anyhow::Result<Scenario> {
     }
 }
 
-/// What one probe needs: the scenario, where releases are installed, the run's settings.
+/// What one probe needs: the scenario, the plan each probe builds on its release, where
+/// releases are installed, how worlds start their sidecar.
 struct Prober {
     scenario: Scenario,
-    /// The extra baselines (`--baselines`, beside scenario files).
-    baselines: Vec<std::path::PathBuf>,
+    builder: PlanBuilder,
     cache: Cache,
-    settings: Arc<Settings>,
+    sidecar: SidecarLauncher,
 }
 
 impl Prober {
@@ -134,12 +141,16 @@ impl Prober {
             .await
             .with_context(|| format!("installing codex {version} to probe it"))?;
         let installed = started.elapsed();
-        let mut targets = runner::prepare(vec![binary], &Baselines::builtin()?).await?;
-        add_baselines(&mut targets, &self.baselines)?;
-        let target = targets
-            .pop()
+        let plan = self
+            .builder
+            .clone()
+            .build(vec![binary], self.sidecar.clone())
+            .await?;
+        let target = plan
+            .targets
+            .first()
             .with_context(|| format!("no target prepared for codex {version}"))?;
-        let ran = runner::run_scenario(&self.scenario, &target, self.settings.clone()).await;
+        let ran = plan.run_one(&self.scenario, target).await;
         let fingerprint = Fingerprint::of(&ran);
         println!(
             "probe {n}: {version:<9} {}  ({:.1} s run, {:.1} s install or cache)",

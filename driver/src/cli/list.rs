@@ -11,7 +11,7 @@ use crate::cli::sources::ScenarioSources;
 /// checked first (exit status 2 on a bad one).
 pub(crate) fn list(markdown: bool, sources: &ScenarioSources) -> ExitCode {
     let all = match sources.load() {
-        Ok(s) => s.scenarios,
+        Ok(s) => s,
         Err(e) => {
             eprintln!("codex-parity: error: {e:#}");
             return ExitCode::from(2);

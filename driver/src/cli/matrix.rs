@@ -6,11 +6,9 @@ use std::path::PathBuf;
 use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::sidecar::SidecarLauncher;
-use codex_parity::harness::world::Settings;
-use codex_parity::harness::{runner, scenario};
+use codex_parity::plan::Options;
 
-use crate::cli::sources::{ScenarioSources, Sources};
+use crate::cli::sources::ScenarioSources;
 
 /// What `run` and `bench` share: the binaries and the scenarios of the matrix, and how
 /// many run at once.
@@ -52,24 +50,18 @@ pub(crate) struct MatrixArgs {
 }
 
 impl MatrixArgs {
-    /// `--jobs`, else [`runner::default_jobs`].
-    pub(crate) fn jobs(&self) -> usize {
-        self.jobs.unwrap_or_else(runner::default_jobs)
+    /// The plan's options these arguments set (scenarios, filter, baselines, jobs).
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            filter: self.filter.clone(),
+            jobs: self.jobs,
+            ..self.sources.apply(Options::default())
+        }
     }
 
-    /// The scenarios `--filter` selects (all without it), built-in and from files, with
-    /// the extra baselines; an error when it selects none or a scenario file is bad.
-    pub(crate) fn scenarios(&self) -> anyhow::Result<Sources> {
-        let mut sources = self.sources.load()?;
-        if let Some(f) = &self.filter {
-            sources
-                .scenarios
-                .retain(|s: &scenario::Scenario| s.matches(f));
-            if sources.scenarios.is_empty() {
-                anyhow::bail!("no scenario matches --filter {f}; `codex-parity list` shows them");
-            }
-        }
-        Ok(sources)
+    /// Whether the binaries are a sweep over releases.
+    pub(crate) fn is_sweep(&self) -> bool {
+        self.releases.is_some()
     }
 }
 
@@ -105,12 +97,4 @@ async fn sweep(range: &str, every: usize) -> anyhow::Result<Vec<String>> {
         picked.join(", ")
     );
     Ok(picked)
-}
-
-/// The settings of a run: the sidecar is this executable's `sidecar` subcommand.
-pub(crate) fn settings(keep: bool, bless: bool) -> anyhow::Result<Settings> {
-    Ok(Settings {
-        bless,
-        ..Settings::new(SidecarLauncher::current_exe()?, keep)
-    })
 }

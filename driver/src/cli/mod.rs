@@ -6,6 +6,8 @@ mod install;
 mod list;
 mod matrix;
 mod merge;
+#[cfg(test)]
+mod plan_options;
 mod run;
 mod schema_diff;
 mod sidecar;

@@ -16,7 +16,6 @@ pub mod outcome;
 pub mod proxy;
 pub mod runner;
 pub mod scenario;
-pub mod session;
 pub mod shard;
 pub mod sidecar;
 pub mod tally;

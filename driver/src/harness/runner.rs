@@ -37,8 +37,8 @@ pub struct Target {
 }
 
 /// Reads the capabilities of every binary; its baseline is its version's entries of
-/// `baselines`.
-pub async fn prepare(
+/// `baselines`. Only a plan prepares targets (`crate::plan::PlanBuilder::build`).
+pub(crate) async fn prepare(
     binaries: Vec<CodexBinary>,
     baselines: &Baselines,
 ) -> anyhow::Result<Vec<Target>> {
@@ -255,28 +255,18 @@ impl Record {
     }
 }
 
-/// Runs every scenario on every target, at most `jobs` at once; calls `on_done` as each
-/// finishes. The slowest-bounded scenarios start first (the wall time is then close to the
-/// longest one); records come back in (target, scenario) order.
-pub async fn run_all(
-    targets: &[Target],
-    scenarios: &[Scenario],
-    settings: Arc<Settings>,
-    jobs: usize,
-    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
-) -> Vec<Record> {
-    let stop = std::future::pending::<()>();
-    run_shard_until(
-        targets,
-        scenarios,
-        Shard::ALL,
-        settings,
-        jobs,
-        on_done,
-        stop,
-    )
-    .await
-    .records
+/// What the runner tells as it goes, from the task of each scenario.
+#[derive(Debug)]
+pub enum Progress {
+    /// A scenario got its turn to run (a job slot) on a binary.
+    Started {
+        /// The scenario's name.
+        scenario: &'static str,
+        /// The binary's label.
+        label: String,
+    },
+    /// A scenario ended: its record.
+    Finished(Box<Record>),
 }
 
 /// The (target, scenario) runs of `shard`, in (target, scenario) order.
@@ -303,16 +293,19 @@ pub struct Finished {
     pub not_started: usize,
 }
 
-/// [`run_all`] for the runs of one shard only (see [`crate::harness::shard`]), stopping when `stop`
-/// resolves: every running scenario is then cancelled and has ended (its worlds dropped:
-/// codex and sidecar killed, directories removed) before this returns.
+/// Runs the cells of `shard` (see [`crate::harness::shard`]), at most `jobs` at once,
+/// telling `on_progress` as each starts and ends; stops when `stop` resolves: every
+/// running scenario is then cancelled and has ended (its worlds dropped: codex and sidecar
+/// killed, directories removed) before this returns. The slowest-bounded scenarios start
+/// first (the wall time is then close to the longest one); records come back in (target,
+/// scenario) order.
 pub async fn run_shard_until(
     targets: &[Target],
     scenarios: &[Scenario],
     shard: Shard,
     settings: Arc<Settings>,
     jobs: usize,
-    on_done: Arc<dyn Fn(&Record) + Send + Sync>,
+    on_progress: Arc<dyn Fn(Progress) + Send + Sync>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Finished {
     let limit = Arc::new(Semaphore::new(jobs.max(1)));
@@ -325,11 +318,15 @@ pub async fn run_shard_until(
     let mut task_of = HashMap::new();
     for i in spawn_order {
         let (target, scenario) = (jobs[i].0.clone(), jobs[i].1.clone());
-        let (limit, on_done, settings) = (limit.clone(), on_done.clone(), settings.clone());
+        let (limit, on_progress, settings) = (limit.clone(), on_progress.clone(), settings.clone());
         let running = running.clone();
         let handle = set.spawn(async move {
             let _permit = limit.acquire_owned().await;
             lock(&running).insert(i);
+            on_progress(Progress::Started {
+                scenario: scenario.name,
+                label: target.binary.label(),
+            });
             let ran = run_scenario(&scenario, &target, settings).await;
             lock(&running).remove(&i);
             let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
@@ -339,7 +336,7 @@ pub async fn run_shard_until(
             record.checked = ran.checked;
             record.drift = ran.drift;
             record.failure = ran.failure;
-            on_done(&record);
+            on_progress(Progress::Finished(Box::new(record.clone())));
             (i, record)
         });
         task_of.insert(handle.id(), i);
@@ -357,7 +354,7 @@ pub async fn run_shard_until(
                     let mut record =
                         Record::new(jobs[i].1, jobs[i].0, Outcome::Failed(why.clone()), Duration::ZERO);
                     record.failure = Some(why);
-                    on_done(&record);
+                    on_progress(Progress::Finished(Box::new(record.clone())));
                     records[i] = Some(record);
                 }
             },

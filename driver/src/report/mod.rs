@@ -15,14 +15,43 @@ pub mod junit;
 pub mod markdown;
 pub mod matrix;
 pub mod sections;
+pub mod sinks;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::plan::events::Verdict;
+
 pub use matrix::{Column, Entry, Matrix, Row, Totals};
 pub use sections::{Item, Section};
+
+/// Prints the matrix, writes the report files into `report_dir` when there is one (with
+/// `drift` sections under the matrix); [`Verdict::Fail`] when a cell failed.
+pub fn show(
+    matrix: &Matrix,
+    report_dir: Option<&Path>,
+    drift: Vec<Section>,
+) -> anyhow::Result<Verdict> {
+    print!("\n{}", terminal::render(matrix));
+    if let Some(dir) = report_dir {
+        let mut sections = sections::standard(matrix);
+        sections.extend(drift);
+        sections.push(conformance::section(matrix));
+        write_dir(dir, matrix, &sections)?;
+        eprintln!(
+            "codex-parity: wrote {} into {}",
+            FILES.join(", "),
+            dir.display()
+        );
+    }
+    Ok(if matrix.any_failed() {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    })
+}
 
 /// The file names `write_dir` writes.
 pub const FILES: [&str; 4] = ["results.json", "junit.xml", "report.md", "report.html"];

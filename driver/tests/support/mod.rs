@@ -11,16 +11,16 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codex_parity::codex::binaries;
+use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::outcome::Outcome;
+use codex_parity::harness::runner::Target;
 use codex_parity::harness::runner::run_scenario;
-use codex_parity::harness::runner::{self, Target};
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
+use codex_parity::plan::{Options, Plan};
 use rustix::process::Signal;
 
 /// The pinned codex version (installed on first use), prepared as a target with the
@@ -31,10 +31,19 @@ pub(crate) async fn pinned_target() -> Target {
         binaries::resolve_spec(&pinned, &Cache::from_env().unwrap(), &StderrProgress::new())
             .await
             .unwrap();
-    runner::prepare(vec![binary], &Baselines::builtin().unwrap())
-        .await
+    target_of(binary).await
+}
+
+/// `binary` as the one target of a plan with the default options (its schema read, the
+/// built-in baselines of its version).
+pub(crate) async fn target_of(binary: CodexBinary) -> Target {
+    let sidecar = SidecarLauncher::codex_parity(CODEX_PARITY);
+    let plan = Plan::builder(Options::default())
         .unwrap()
-        .remove(0)
+        .build(vec![binary], sidecar)
+        .await
+        .expect("reading the codex schema");
+    plan.targets.into_iter().next().unwrap()
 }
 
 /// The `codex-parity` binary under test.

@@ -1,0 +1,327 @@
+//! The run as a library: every front-end (`codex-parity run`, `bisect`, `bench --suite`,
+//! the libtest harness of `cargo test`, a [`session::Session`]) turns what its user set into
+//! one [`Options`], builds a [`Plan`] from it, and runs that plan; what happens as it runs
+//! goes to [`events::Sink`]s as typed [`events::Event`]s (the terminal, report files,
+//! transcripts and golden checks are sinks, in `crate::report::sinks`).
+//!
+//! A plan is built in two steps so that nothing slow happens before the input is known to
+//! be good: [`Plan::builder`] reads and checks the scenario files and the `--bless`
+//! destination (no codex runs), [`PlanBuilder::build`] then reads each binary's schema and
+//! judges it by the baselines of its version, the extra baselines and `strict`.
+
+pub mod events;
+pub mod session;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::mpsc;
+
+use crate::codex::binaries::CodexBinary;
+use crate::harness::baseline::{self, Baselines};
+use crate::harness::expectations::Expectations;
+use crate::harness::runner::{self, Finished, Progress, Ran, Target};
+use crate::harness::scenario::Scenario;
+use crate::harness::shard::Shard;
+use crate::harness::sidecar::SidecarLauncher;
+use crate::harness::world::Settings;
+use crate::scenario_file;
+use crate::scenarios;
+use events::{Event, Sink, Verdict};
+
+/// The environment variable that keeps each world's directories in the libtest harness
+/// (`--keep` of `run`).
+pub const KEEP_ENV: &str = "CODEX_PARITY_KEEP";
+
+/// What a user sets, the same in every front-end: which scenarios, judged how, run how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Directories of scenario files run beside the built-in scenarios (`--scenarios`,
+    /// `CODEX_PARITY_SCENARIOS`); a `baselines.json` in one is added to the baselines.
+    pub scenario_dirs: Vec<PathBuf>,
+    /// Run the scenario files only, no built-in scenario (`--only-files`).
+    pub only_files: bool,
+    /// Only the scenarios [`Scenario::matches`] selects (`--filter`).
+    pub filter: Option<String>,
+    /// Baselines files of the user's own, added to the built-in ones (`--baselines`).
+    pub baselines: Vec<PathBuf>,
+    /// Any drift fails, even drift the baselines list (`--strict`, `CODEX_PARITY_STRICT`).
+    pub strict: bool,
+    /// Keep each world's directories and say where (`--keep`, `CODEX_PARITY_KEEP`).
+    pub keep: bool,
+    /// Rewrite the golden files from this run instead of checking them (`--bless`).
+    pub bless: bool,
+    /// The share of the (scenario, binary) cells to run (`--shard K/N`).
+    pub shard: Shard,
+    /// Scenarios run at once; `None` for [`runner::default_jobs`].
+    pub jobs: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            scenario_dirs: Vec::new(),
+            only_files: false,
+            filter: None,
+            baselines: Vec::new(),
+            strict: false,
+            keep: false,
+            bless: false,
+            shard: Shard::ALL,
+            jobs: None,
+        }
+    }
+}
+
+impl Options {
+    /// The options the environment sets (`CODEX_PARITY_SCENARIOS`, `CODEX_PARITY_STRICT`,
+    /// `CODEX_PARITY_KEEP`), read through `var`: what the libtest harness runs with.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Options {
+        let on = |name: &str| var(name).is_some_and(|v| !v.is_empty() && v != "0");
+        let scenario_dirs = var(scenario_file::ENV)
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Options {
+            scenario_dirs,
+            strict: on(baseline::STRICT_ENV),
+            keep: var(KEEP_ENV).is_some(),
+            ..Options::default()
+        }
+    }
+
+    /// [`Options::from_vars`] of this process's environment.
+    pub fn from_env() -> Options {
+        Options::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// The scenarios run at once.
+    pub fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(runner::default_jobs).max(1)
+    }
+}
+
+/// The first step of a plan: its scenarios read and checked, before any codex runs.
+#[derive(Debug, Clone)]
+pub struct PlanBuilder {
+    options: Options,
+    scenarios: Vec<Scenario>,
+    baselines: Vec<PathBuf>,
+}
+
+impl PlanBuilder {
+    /// The scenarios the plan will run.
+    pub fn scenarios(&self) -> &[Scenario] {
+        &self.scenarios
+    }
+
+    /// The plan on `binaries`: each one's schema read (about a second each, cached), its
+    /// version's baselines with the extra ones; worlds start their sidecar with `sidecar`.
+    pub async fn build(
+        self,
+        binaries: Vec<CodexBinary>,
+        sidecar: SidecarLauncher,
+    ) -> anyhow::Result<Plan> {
+        let targets = runner::prepare(binaries, &Baselines::builtin()?).await?;
+        let settings = Settings {
+            bless: self.options.bless,
+            ..Settings::new(sidecar, self.options.keep)
+        };
+        let mut plan = Plan {
+            targets,
+            scenarios: self.scenarios,
+            settings: Arc::new(settings),
+            baselines: self.baselines,
+            options: self.options,
+        };
+        plan.judge()?;
+        Ok(plan)
+    }
+}
+
+/// Everything a run needs, built once: the binaries with their capabilities and
+/// baselines, the scenarios, the settings worlds are made with, the options.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The binaries, each with what it supports and its version's baseline.
+    pub targets: Vec<Target>,
+    /// The scenarios, built-in then from files.
+    pub scenarios: Vec<Scenario>,
+    /// How worlds are made.
+    pub settings: Arc<Settings>,
+    /// The extra baselines files: `--baselines` and the scenario directories' own.
+    pub baselines: Vec<PathBuf>,
+    /// What the plan was built from.
+    pub options: Options,
+}
+
+/// What a run of a plan got done, and what its sinks made of it.
+#[derive(Debug)]
+pub struct RunEnd {
+    /// The scenarios that ended, and those stopped or never started.
+    pub finished: Finished,
+    /// Whether the run was stopped before its end.
+    pub stopped: bool,
+    /// The worst of the sinks' verdicts.
+    pub verdict: Verdict,
+}
+
+impl Plan {
+    /// The first step of a plan: reads the built-in scenarios and the scenario files of
+    /// `options` (every problem of every file at once), keeps those `filter` selects, and
+    /// refuses a `--bless` with nowhere to write. No codex runs.
+    pub fn builder(options: Options) -> anyhow::Result<PlanBuilder> {
+        let builtins = scenarios::registry();
+        let names: Vec<&str> = builtins.iter().map(|s| s.name).collect();
+        let loaded = scenario_file::load_dirs(&options.scenario_dirs, &names)?;
+        let mut scenarios = if options.only_files {
+            Vec::new()
+        } else {
+            builtins
+        };
+        scenarios.extend(loaded.scenarios);
+        if let Some(f) = &options.filter {
+            scenarios.retain(|s| s.matches(f));
+            anyhow::ensure!(
+                !scenarios.is_empty(),
+                "no scenario matches --filter {f}; `codex-parity list` shows them"
+            );
+        }
+        if options.bless {
+            Expectations::current()?.bless_dir()?;
+        }
+        let mut baselines = options.baselines.clone();
+        baselines.extend(loaded.baselines);
+        Ok(PlanBuilder {
+            options,
+            scenarios,
+            baselines,
+        })
+    }
+
+    /// Each target's baseline again: the built-in entries of its version, the extra
+    /// baselines, `strict`.
+    fn judge(&mut self) -> anyhow::Result<()> {
+        let builtin = Baselines::builtin()?;
+        for target in &mut self.targets {
+            let mut baseline = builtin.for_version(&target.binary.version);
+            for file in &self.baselines {
+                baseline
+                    .add(file)
+                    .with_context(|| format!("reading the baselines {}", file.display()))?;
+            }
+            baseline.strict = self.options.strict;
+            target.baseline = Arc::new(baseline);
+        }
+        Ok(())
+    }
+
+    /// The same plan judged with more baselines (a file, or a directory holding
+    /// `baselines.json`).
+    pub fn with_baselines(mut self, location: PathBuf) -> anyhow::Result<Plan> {
+        self.options.baselines.push(location.clone());
+        self.baselines.push(location);
+        self.judge()?;
+        Ok(self)
+    }
+
+    /// The same plan on the targets `keep` selects (their capabilities already read).
+    pub fn only(&self, keep: impl Fn(&Target) -> bool) -> Plan {
+        Plan {
+            targets: self.targets.iter().filter(|t| keep(t)).cloned().collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The binaries.
+    pub fn binaries(&self) -> Vec<CodexBinary> {
+        self.targets.iter().map(|t| t.binary.clone()).collect()
+    }
+
+    /// The (target, scenario) cells of the plan's shard, in (target, scenario) order.
+    pub fn cells(&self) -> Vec<(&Target, &Scenario)> {
+        runner::planned(&self.targets, &self.scenarios, self.options.shard)
+    }
+
+    /// Runs one scenario (of the plan or not) on one of its targets, as a run would.
+    pub async fn run_one(&self, scenario: &Scenario, target: &Target) -> Ran {
+        runner::run_scenario(scenario, target, self.settings.clone()).await
+    }
+
+    /// Runs every cell, [`Options::jobs`] at once, until the end or until `stop`
+    /// resolves (every running scenario is then cancelled and has ended before this
+    /// returns); each sink gets every event, in order, on this task.
+    pub async fn run(
+        &self,
+        sinks: &mut [Box<dyn Sink>],
+        stop: impl std::future::Future<Output = ()>,
+    ) -> RunEnd {
+        let emit = |sinks: &mut [Box<dyn Sink>], event: Event<'_>| {
+            for sink in sinks.iter_mut() {
+                sink.event(&event);
+            }
+        };
+        emit(sinks, Event::Started(self));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let on_progress = Arc::new(move |p: Progress| {
+            let _ = tx.send(p);
+        });
+        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stopped.clone();
+        let stop = async move {
+            stop.await;
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        };
+        let running = runner::run_shard_until(
+            &self.targets,
+            &self.scenarios,
+            self.options.shard,
+            self.settings.clone(),
+            self.options.jobs(),
+            on_progress,
+            stop,
+        );
+        let forward = |sinks: &mut [Box<dyn Sink>], progress: Progress| match &progress {
+            Progress::Started { scenario, label } => {
+                emit(sinks, Event::ScenarioStarted { scenario, label })
+            }
+            Progress::Finished(record) => emit(sinks, Event::ScenarioFinished(record)),
+        };
+        tokio::pin!(running);
+        let finished = loop {
+            tokio::select! {
+                biased;
+                Some(progress) = rx.recv() => forward(sinks, progress),
+                finished = &mut running => break finished,
+            }
+        };
+        // What the last scenarios sent before the runner returned.
+        while let Ok(progress) = rx.try_recv() {
+            forward(sinks, progress);
+        }
+        let stopped = stopped.load(std::sync::atomic::Ordering::SeqCst);
+        emit(
+            sinks,
+            Event::Finished {
+                plan: self,
+                finished: &finished,
+                stopped,
+            },
+        );
+        let verdict = sinks
+            .iter()
+            .map(|s| s.verdict())
+            .max()
+            .unwrap_or(Verdict::Pass);
+        RunEnd {
+            finished,
+            stopped,
+            verdict,
+        }
+    }
+}
