@@ -126,3 +126,71 @@ fn bad_entries_exit_2_naming_them() {
     );
     support::assert_exit_2_naming(&malformed, "(smoke_uses_mock_responses turn.status)");
 }
+
+/// `codex-parity --fixtures F ARGS…`, its output.
+fn in_fixtures(fixtures: &Path, args: &[&str]) -> Output {
+    Command::new(CODEX_PARITY)
+        .arg("--fixtures")
+        .arg(fixtures)
+        .args(args)
+        .env_remove("CODEX_PARITY_EXPECTED")
+        .output()
+        .expect("running codex-parity")
+}
+
+#[test]
+fn audit_bless_proposes_baselines_that_review_shows_rejects_and_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("sweep");
+    write_release(&sweep, "0.131.0", Some(json!("failed")));
+    write_release(&sweep, "0.132.0", Some(json!("failed")));
+    write_release(&sweep, "0.133.0", None);
+    let fixtures = dir.path().join("fixtures");
+    let accepted = fixtures.join("expected/baselines.json");
+    std::fs::create_dir_all(accepted.parent().unwrap()).unwrap();
+    let narrow: serde_json::Value =
+        serde_json::from_str(&entry("smoke_uses_mock_responses", "0.131.0")).unwrap();
+    let narrow = serde_json::to_string_pretty(&narrow).unwrap() + "\n";
+    std::fs::write(&accepted, &narrow).unwrap();
+    let sweep_arg = sweep.to_str().unwrap();
+    let bless = || in_fixtures(&fixtures, &["baselines", "audit", sweep_arg, "--bless"]);
+
+    let out = bless();
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    let pending = fixtures.join("expected/baselines.json.pending");
+    assert!(pending.is_file(), "{}", support::text(&out));
+    assert_eq!(std::fs::read_to_string(&accepted).unwrap(), narrow);
+    // The review shows the change of range as a diff, and changes nothing.
+    let shown = in_fixtures(&fixtures, &["review"]);
+    let text = support::text(&shown);
+    assert_eq!(shown.status.code(), Some(0), "{text}");
+    assert!(text.contains("pending expected/baselines.json:"), "{text}");
+    assert!(
+        text.contains("-         \"0.131.0\"\n+         \"<0.133.0\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("1 pending expectation(s)"), "{text}");
+    assert!(pending.is_file());
+    // Rejected: gone, the accepted file as it was.
+    let rejected = in_fixtures(&fixtures, &["review", "--reject"]);
+    assert!(support::text(&rejected).contains("rejected expected/baselines.json"));
+    assert!(!pending.exists());
+    assert_eq!(std::fs::read_to_string(&accepted).unwrap(), narrow);
+    // Proposed again and accepted (a filter that matches it): the audit then passes.
+    bless();
+    let other = in_fixtures(&fixtures, &["review", "--accept", "golden/"]);
+    assert!(
+        support::text(&other).contains("nothing pending"),
+        "{}",
+        support::text(&other)
+    );
+    assert!(pending.is_file());
+    let taken = in_fixtures(&fixtures, &["review", "--accept", "expected/"]);
+    assert!(support::text(&taken).contains("accepted expected/baselines.json"));
+    assert!(!pending.exists());
+    let now: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&accepted).unwrap()).unwrap();
+    assert_eq!(now["expected"][0]["versions"], json!(["<0.133.0"]));
+    let again = in_fixtures(&fixtures, &["baselines", "audit", sweep_arg]);
+    assert_eq!(again.status.code(), Some(0), "{}", support::text(&again));
+}

@@ -8,6 +8,7 @@ mod matrix;
 mod merge;
 #[cfg(test)]
 mod plan_options;
+mod review;
 mod run;
 mod schema_diff;
 mod sidecar;
@@ -67,6 +68,19 @@ enum Command {
     /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
+    /// Review the pending expectations that `run --bless` (golden requests, golden
+    /// transcripts) and `baselines audit --bless` (baselines) proposed: each is shown as a
+    /// diff against its accepted file; nothing counts until it is accepted.
+    ///
+    /// Examples:
+    ///   codex-parity review                          # the diffs of everything pending
+    ///   codex-parity review --accept golden/0.171.0  # accept the pending files under it
+    ///   codex-parity review --reject                 # drop every pending file
+    ///
+    /// Exit status: 0 when done or nothing is pending, 2 when a file could not be read,
+    /// moved or removed, or there is no writable fixtures directory (--fixtures DIR).
+    #[command(verbatim_doc_comment)]
+    Review(review::ReviewArgs),
     /// Download codex versions from npm into the cache (fetched once, reused after), and
     /// keep the cache bounded.
     ///
@@ -329,6 +343,7 @@ impl Cli {
             }
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),
+            Command::Review(args) => exit_status(review::review(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
             Command::Bisect(args) => with_runtime(bisect::bisect(args)),
             Command::SchemaDiff { from, to, json } => {
@@ -352,11 +367,13 @@ fn with_runtime(fut: impl std::future::Future<Output = anyhow::Result<ExitCode>>
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(fut) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("codex-parity: error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    exit_status(runtime.block_on(fut))
+}
+
+/// A command's exit status: its own, or 2 with the error on stderr.
+fn exit_status(result: anyhow::Result<ExitCode>) -> ExitCode {
+    result.unwrap_or_else(|e| {
+        eprintln!("codex-parity: error: {e:#}");
+        ExitCode::from(2)
+    })
 }

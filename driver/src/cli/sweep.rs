@@ -18,6 +18,7 @@ use codex_parity::codex::install::{self, Cache};
 use codex_parity::codex::versions;
 use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::expectations::Expectations;
+use codex_parity::harness::pending;
 use codex_parity::report::{self, Matrix, audit};
 
 use crate::cli::run::stop_signal;
@@ -62,6 +63,10 @@ pub(crate) struct AuditArgs {
     /// entry whose reason says TODO.
     #[arg(long, value_name = "FILE")]
     suggest: Option<PathBuf>,
+    /// Propose those baselines as a pending expectation (expected/baselines.json.pending in
+    /// the checkout's fixtures, or --fixtures DIR) for `codex-parity review`.
+    #[arg(long)]
+    bless: bool,
 }
 
 pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
@@ -162,7 +167,14 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         peak_cache as f64 / 1e9
     );
     let dirs: Vec<PathBuf> = releases.iter().map(|v| args.out.join(v)).collect();
-    audit_dirs(&dirs, &published, args.table.as_deref(), None, &args.out)
+    audit_dirs(
+        &dirs,
+        &published,
+        args.table.as_deref(),
+        None,
+        false,
+        &args.out,
+    )
 }
 
 pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -183,6 +195,7 @@ pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode>
         &published,
         args.table.as_deref(),
         args.suggest.as_deref(),
+        args.bless,
         &shown,
     )
 }
@@ -219,6 +232,7 @@ fn audit_dirs(
     published: &[String],
     table: Option<&Path>,
     suggest: Option<&Path>,
+    bless: bool,
     shown: &Path,
 ) -> anyhow::Result<ExitCode> {
     let parts = dirs
@@ -269,14 +283,28 @@ fn audit_dirs(
             .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
-    if let Some(path) = suggest {
+    if suggest.is_some() || bless {
         let file = serde_json::json!({ "expected": audit::suggest(&found, &baselines) });
-        let text = serde_json::to_string_pretty(&file).context("serialising the baselines")?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
-        println!(
-            "wrote {} (review each range and TODO reason)",
-            path.display()
-        );
+        let text = serde_json::to_string_pretty(&file).context("serialising the baselines")? + "\n";
+        if let Some(path) = suggest {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+            println!(
+                "wrote {} (review each range and TODO reason)",
+                path.display()
+            );
+        }
+        if bless {
+            let accepted = Expectations::current()?
+                .bless_dir()?
+                .join(codex_parity::harness::baseline::RELATIVE_PATH);
+            match pending::propose(&accepted, &text)? {
+                Some(p) => println!(
+                    "proposed {} (pending: `codex-parity review` shows it, `--accept` takes it)",
+                    p.display()
+                ),
+                None => println!("{} already holds these baselines", accepted.display()),
+            }
+        }
     }
     Ok(if failed == 0 && found.findings.is_empty() {
         ExitCode::SUCCESS

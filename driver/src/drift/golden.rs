@@ -36,6 +36,7 @@ use crate::drift::normalize;
 use crate::drift::request_diff::diff_requests;
 use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
+use crate::harness::pending;
 use crate::harness::runner::Record;
 use crate::harness::scenario::Ctx;
 
@@ -94,8 +95,22 @@ pub fn covering(
     Ok(Some((golden, name)))
 }
 
-/// Writes a golden file into the expectations directory `root`; returns its path and
-/// whether its content changed.
+/// The text of a golden file.
+fn text_of(golden: &Golden) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(golden)? + "\n")
+}
+
+/// Proposes a golden file for the expectations directory `root`: written beside the
+/// accepted file as a pending one (see [`crate::harness::pending`]); `None` when the
+/// accepted file already holds it.
+pub fn propose(root: &Path, golden: &Golden) -> anyhow::Result<Option<PathBuf>> {
+    let path = path(root, &golden.codex, &golden.scenario);
+    pending::propose(&path, &text_of(golden)?)
+}
+
+/// Writes an accepted golden file into `root` (what accepting a proposal does); returns
+/// its path and whether its content changed.
+#[cfg(test)]
 pub fn write(root: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
     let path = path(root, &golden.codex, &golden.scenario);
     let unchanged = std::fs::read_to_string(&path)
@@ -106,8 +121,8 @@ pub fn write(root: &Path, golden: &Golden) -> anyhow::Result<(PathBuf, bool)> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
     }
-    let text = serde_json::to_string_pretty(golden)? + "\n";
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(&path, text_of(golden)?)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok((path, !unchanged))
 }
 
@@ -201,9 +216,10 @@ pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result
 /// prints for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BlessOutcome {
-    /// The golden file was written (it was new or differed).
-    Wrote {
-        /// The file.
+    /// A golden file was proposed (it was new or differed): written as a pending file,
+    /// for `codex-parity review`.
+    Proposed {
+        /// The pending file.
         path: PathBuf,
         /// How many model requests it holds.
         requests: usize,
@@ -239,9 +255,9 @@ impl BlessOutcome {
 impl std::fmt::Display for BlessOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BlessOutcome::Wrote { path, requests } => write!(
+            BlessOutcome::Proposed { path, requests } => write!(
                 f,
-                "blessed: wrote {} ({requests} request(s))",
+                "blessed: proposed {} ({requests} request(s); pending until `codex-parity review --accept`)",
                 path.display()
             ),
             BlessOutcome::Unchanged { path } => write!(f, "blessed: {} unchanged", path.display()),
@@ -297,12 +313,14 @@ pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<B
             });
             continue;
         }
-        report.push(match write(root, &golden) {
-            Ok((path, true)) => BlessOutcome::Wrote {
+        report.push(match propose(root, &golden) {
+            Ok(Some(path)) => BlessOutcome::Proposed {
                 path,
                 requests: golden.requests.len(),
             },
-            Ok((path, false)) => BlessOutcome::Unchanged { path },
+            Ok(None) => BlessOutcome::Unchanged {
+                path: path(root, &golden.codex, r.scenario),
+            },
             Err(e) => BlessOutcome::Error {
                 name,
                 error: format!("{e:#}"),
@@ -469,14 +487,24 @@ mod tests {
         let report = bless(&records, std::slice::from_ref(&binary), dir.path());
         assert_eq!(report.len(), 3, "{report:?}");
         assert!(
-            matches!(&report[2], BlessOutcome::Wrote { .. }),
+            matches!(&report[2], BlessOutcome::Proposed { .. }),
             "{report:?}"
         );
         assert!(
-            matches!(&report[0], BlessOutcome::Wrote { requests: 1, .. }),
+            matches!(&report[0], BlessOutcome::Proposed { requests: 1, .. }),
             "{report:?}"
         );
-        assert!(report[0].to_string().starts_with("blessed: wrote"));
+        assert!(report[0].to_string().starts_with("blessed: proposed"));
+        // Proposals are pending: nothing accepted judges a run until they are accepted.
+        let there = Expectations::Dir(dir.path().to_path_buf());
+        assert!(
+            covering(&there, "0.171.0", "request_shape_plain")
+                .unwrap()
+                .is_none()
+        );
+        let proposed = pending::list(dir.path()).unwrap();
+        assert_eq!(proposed.len(), 2, "{proposed:?}");
+        proposed.iter().for_each(|p| p.accept().unwrap());
         assert_eq!(
             report[1].to_string(),
             "not blessed: request_shape_base_instructions[codex-0.171.0] failed: boom"
@@ -497,7 +525,6 @@ mod tests {
                 .starts_with("could not bless request_shape_plain[codex-0.171.0]: "),
             "{failed:?}"
         );
-        let there = Expectations::Dir(dir.path().to_path_buf());
         let (written, _) = covering(&there, "0.171.0", "request_shape_plain")
             .unwrap()
             .unwrap();

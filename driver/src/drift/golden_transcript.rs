@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::drift::transcript::{self, document};
 use crate::drift::transcript_diff::{changes, shape};
 use crate::harness::expectations::Expectations;
+use crate::harness::pending;
 use crate::harness::runner::Record;
 
 /// The folder of the expectations that holds golden transcripts.
@@ -147,10 +148,10 @@ pub fn check_all(
     Ok((text, ok))
 }
 
-/// Writes the golden files of the listed scenarios that ran to the end into the
-/// expectations directory `root`, but none for a transcript with the shape of the golden
-/// file already covering its release there (its own or an earlier release's); returns the
-/// files written.
+/// Proposes the golden files of the listed scenarios that ran to the end for the
+/// expectations directory `root`, as pending files (see [`crate::harness::pending`]), but
+/// none for a transcript with the shape of the golden file already covering its release
+/// there (its own or an earlier release's); returns the pending files written.
 pub fn bless(root: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
     let there = Expectations::Dir(root.to_path_buf());
     let mut written = Vec::new();
@@ -163,14 +164,11 @@ pub fn bless(root: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
         {
             continue;
         }
-        if let Some(parent) = own.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
         let doc = document(r, version_of(r));
         let text = serde_json::to_string_pretty(&doc).context("serialising a transcript")?;
-        std::fs::write(&own, text + "\n").with_context(|| format!("writing {}", own.display()))?;
-        written.push(own);
+        if let Some(pending) = pending::propose(&own, &(text + "\n"))? {
+            written.push(pending);
+        }
     }
     Ok(written)
 }
@@ -245,7 +243,16 @@ mod tests {
             Some(Compared::Missing)
         ));
         let written = bless(d, &[record("completed")]).unwrap();
-        assert_eq!(written, [path(d, "0.171.0", "streaming_deltas")]);
+        let own = path(d, "0.171.0", "streaming_deltas");
+        assert_eq!(written, [pending::pending_path(&own)]);
+        // Pending until accepted: it judges nothing yet.
+        assert!(matches!(
+            compare(&e, &record("completed")).unwrap(),
+            Some(Compared::Missing)
+        ));
+        for p in pending::list(d).unwrap() {
+            p.accept().unwrap();
+        }
         // The same shape again: the file is left as it is.
         assert!(bless(d, &[record("completed")]).unwrap().is_empty());
         assert!(matches!(

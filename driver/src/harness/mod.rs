@@ -13,6 +13,7 @@ pub mod expectations;
 pub mod git;
 pub mod home_template;
 pub mod outcome;
+pub mod pending;
 pub mod proxy;
 pub mod runner;
 pub mod scenario;

@@ -18,6 +18,7 @@ use crate::codex::schema::Schema;
 use crate::codex::{schema_diff, versions};
 use crate::drift::{golden, golden_transcript, request_drift, transcript, transcript_diff};
 use crate::harness::expectations::Expectations;
+use crate::harness::pending;
 use crate::harness::runner::{Finished, Record};
 use crate::plan::Plan;
 use crate::plan::events::{Event, Sink, Verdict};
@@ -279,8 +280,14 @@ impl Golden {
             println!("{outcome}");
         }
         for f in golden_transcript::bless(&dir, records)? {
-            println!("blessed golden transcript {}", f.display());
+            println!("blessed: proposed golden transcript {}", f.display());
         }
+        let pending = pending::list(&dir)?.len();
+        println!(
+            "{pending} pending expectation(s) in {}: `codex-parity review` shows them as diffs, \
+             `--accept` or `--reject` settles them",
+            dir.display()
+        );
         Ok(verdict)
     }
 }
