@@ -1,5 +1,7 @@
-//! What only scenarios need: git workspaces, tiny PNG images and rollout-file cloning.
+//! What only scenarios need: git workspaces, tiny PNG images, rollout-file cloning and what
+//! the transport rows of group F share (`transport`).
 
 pub mod git;
 pub mod png;
 pub mod rollout;
+pub mod transport;
