@@ -55,6 +55,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events::{self, Usage};
 
 use crate::app_server::message::RpcError;
+use crate::app_server::turn::{Turn, TurnStatus};
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::harness::scenario::Ctx;
@@ -114,6 +115,12 @@ pub fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
         let message = format!("{key}: expected {want}, got {got}");
         ctx.drift(key, got, message);
     }
+}
+
+/// [`expect`] for a turn's status: drift under `key` when `turn` did not end `want` (compared
+/// and recorded as codex's strings).
+pub fn expect_status(ctx: &Ctx, key: &str, want: TurnStatus, turn: &Turn) {
+    expect(ctx, key, json!(want), json!(turn.status));
 }
 
 /// The header `name` of a captured request, or an error naming it.

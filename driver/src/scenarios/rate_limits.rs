@@ -14,9 +14,9 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, setup_with};
+use super::{captured_requests, expect, expect_status, setup_with};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
 use crate::scenario;
@@ -207,7 +207,7 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread, _) =
         setup_with(ctx, WorldOptions::default(), script, json!({})).await?;
     let (one, got) = rate_limit_turn(&app, &thread, "limits").await?;
-    expect(ctx, "turn1.status", json!("completed"), json!(one.status));
+    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
     let want = json!({
         "limitId": "codex",
         "limitName": null,
@@ -218,7 +218,7 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
     });
     expect(ctx, "turn1.rateLimits", want, got);
     let (two, got) = rate_limit_turn(&app, &thread, "no limits").await?;
-    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
     let want = json!({
         "limitId": "codex",
         "limitName": null,

@@ -17,8 +17,8 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
-use super::{captured_requests, expect, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use super::{captured_requests, expect, expect_status, setup_with};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
 use crate::scenario;
@@ -92,7 +92,7 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
     ];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let one = run_turn(&app, &thread, vec![text("stall")], &TurnOptions::default()).await?;
-    expect(ctx, "turn1.status", json!("failed"), json!(one.status));
+    expect_status(ctx, "turn1.status", TurnStatus::Failed, &one);
     let terminal = json!({
         "willRetry": false,
         "message": IDLE_SSE,
@@ -112,7 +112,7 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
         json!(one.error_message()),
     );
     let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
-    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
     expect(
         ctx,
         "turn2.errors",
@@ -212,7 +212,7 @@ async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
     };
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(
         ctx,
         "turn.errors",
@@ -267,7 +267,7 @@ async fn slow_drip(ctx: &Ctx) -> anyhow::Result<()> {
     let script = vec![Scripted::sse(body).gap_ms(400)];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("drip")], &TurnOptions::default()).await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(ctx, "turn.chunks", json!(parts), json!(turn.chunks()));
     expect(
         ctx,

@@ -14,10 +14,12 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{SAMPLE_USAGE, captured_requests, expect, record_requests, recorded, setup_with};
+use super::{
+    SAMPLE_USAGE, captured_requests, expect, expect_status, record_requests, recorded, setup_with,
+};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, World, WorldOptions};
@@ -135,7 +137,7 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
         Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": 42}"}],"success":true}))
     });
     let one = run_turn(app, thread, vec![text("hi")], &TurnOptions::default()).await?;
-    expect(ctx, "turn1.status", json!("completed"), json!(one.status));
+    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
     expect(
         ctx,
         "turn1.chunks",
@@ -162,7 +164,7 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
         &TurnOptions::default(),
     )
     .await?;
-    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
     expect(ctx, "turn2.final", json!("42"), json!(two.final_response()));
     expect(
         ctx,

@@ -16,8 +16,8 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{ConnectionScript, Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, setup_with};
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use super::{captured_requests, expect, expect_status, setup_with};
+use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, World, WorldOptions};
 use crate::scenario;
@@ -94,7 +94,7 @@ async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
     expect(
         ctx,
         "turns.status",
-        json!(["completed", "completed"]),
+        json!([TurnStatus::Completed, TurnStatus::Completed]),
         status,
     );
     let finals = json!([one.final_response(), two.final_response()]);
@@ -223,7 +223,7 @@ async fn upgrade_fallback(
     expect(
         ctx,
         "turns.status",
-        json!(["completed", "completed"]),
+        json!([TurnStatus::Completed, TurnStatus::Completed]),
         status,
     );
     let finals = json!([one.final_response(), two.final_response()]);
@@ -279,7 +279,7 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(
         ctx,
         "turn.final",

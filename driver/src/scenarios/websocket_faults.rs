@@ -16,8 +16,8 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use super::{captured_requests, expect, expect_status, setup_with};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, WorldOptions};
 use crate::scenario;
@@ -66,7 +66,7 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
     let script = cut_then_whole();
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
     let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
     expect(
@@ -153,7 +153,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect(ctx, "turn1.status", json!("failed"), json!(one.status));
+    expect_status(ctx, "turn1.status", TurnStatus::Failed, &one);
     let want = json!([{"willRetry": false, "message": "You've hit your usage limit. Try again later.",
         "codexErrorInfo": "usageLimitExceeded", "additionalDetails": null}]);
     expect(ctx, "turn1.errors", want, json!(errors(&one)));
@@ -178,7 +178,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect(ctx, "turn2.status", json!("completed"), json!(two.status));
+    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
     let requests = captured_requests(&world, 3, Duration::from_secs(2)).await?;
     let conns: Vec<Value> = requests
         .iter()
@@ -226,7 +226,7 @@ async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
     expect(
         ctx,
