@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::{exit_cleanly, expect_requests, header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{TURN_TIMEOUT, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{
+    TURN_TIMEOUT, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
+};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -229,7 +231,11 @@ fn check_planted_turn(turns: &Value, word: &str) -> anyhow::Result<()> {
         .as_array()
         .with_context(|| format!("thread.turns is not a list: {turns}"))?;
     ensure_eq!(turns.len(), 1, "number of turns in thread.turns");
-    ensure_eq!(turns[0]["status"], json!("completed"), "the turn's status");
+    ensure_eq!(
+        turns[0]["status"],
+        json!(TurnStatus::Completed),
+        "the turn's status"
+    );
     let items = turns[0]["items"].as_array().cloned().unwrap_or_default();
     let planted = items.iter().any(|i| {
         i["type"] == "userMessage"

@@ -9,7 +9,7 @@ use codex_parity_sidecar::{bodies, events};
 use serde_json::{Value, json};
 
 use super::{expect_requests, rpc_error, setup, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -138,7 +138,11 @@ fn check_notification_order(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow:
 
 /// Asserts the `turn/completed` notification: status, times, duration and its items.
 fn check_completed(ctx: &Ctx, done: &Value) -> anyhow::Result<()> {
-    ensure_eq!(done["status"], json!("completed"), "turn/completed status");
+    ensure_eq!(
+        done["status"],
+        json!(TurnStatus::Completed),
+        "turn/completed status"
+    );
     ensure_eq!(done["error"], Value::Null, "turn/completed error");
     for key in ["startedAt", "completedAt"] {
         ensure!(

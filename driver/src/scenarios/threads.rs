@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{SAMPLE_USAGE, costed_reply, expect_requests, header, listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
@@ -349,7 +349,7 @@ async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(turns[0]["id"], json!(turn.id), "resumed turn id");
     ensure_eq!(
         turns[0]["status"],
-        json!("completed"),
+        json!(TurnStatus::Completed),
         "resumed turn status"
     );
     let user = turns[0]["items"]
