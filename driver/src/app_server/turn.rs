@@ -105,6 +105,22 @@ impl PartialEq<&str> for TurnStatus {
     }
 }
 
+/// The `status` of a turn's item (`commandExecution`, `fileChange`, `dynamicToolCall`) as
+/// codex writes it. Serialized as codex's string, so a check compares it with the item's JSON
+/// (`json!(ItemStatus::Completed)`) and its message shows the item's value as it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ItemStatus {
+    /// `inProgress`.
+    InProgress,
+    /// `completed`.
+    Completed,
+    /// `failed`.
+    Failed,
+    /// `declined`.
+    Declined,
+}
+
 /// The turn ids `turn/start` returned on one connection, in order: what tells a turn the
 /// client asked for from one codex started on its own. Filled by
 /// [`AppServer::turn_start`], read by [`AppServer::started_turns`].
@@ -575,6 +591,18 @@ mod tests {
         );
         assert_eq!(format!("{:?}", TurnStatus::Failed), "\"failed\"");
         assert_eq!(TurnStatus::InProgress.to_string(), "inProgress");
+    }
+
+    #[test]
+    fn item_status_is_written_as_codex_writes_it() {
+        let written = [
+            ItemStatus::InProgress,
+            ItemStatus::Completed,
+            ItemStatus::Failed,
+            ItemStatus::Declined,
+        ]
+        .map(|s| json!(s));
+        assert_eq!(written, ["inProgress", "completed", "failed", "declined"]);
     }
 
     #[test]

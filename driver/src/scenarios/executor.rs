@@ -15,7 +15,9 @@ use super::{
     expect_requests, header, record_requests, recorded, setup, setup_with,
 };
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{
+    ItemStatus, Turn, TurnOptions, run_turn, start_turn, text, wait_turn,
+};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -490,14 +492,14 @@ fn check_tool_items(turn: &Turn) -> anyhow::Result<()> {
     );
     ensure_eq!(
         started["item"]["status"],
-        json!("inProgress"),
+        json!(ItemStatus::InProgress),
         "started item status"
     );
     let done = turn.completed_items("dynamicToolCall");
     ensure_eq!(done.len(), 1, "completed dynamicToolCall items");
     ensure_eq!(
         done[0]["status"],
-        json!("completed"),
+        json!(ItemStatus::Completed),
         "completed item status"
     );
     ensure_eq!(done[0]["success"], json!(true), "completed item success");

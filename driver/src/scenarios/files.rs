@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{apply_patch_exec_call, call_reply, expect_requests, random_hex, setup_with};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
@@ -329,7 +329,11 @@ fn file_change_report(turn: &Turn, workspace: &Path, edit: &Edit) -> anyhow::Res
     ensure_eq!(completed.len(), 1, "fileChange item/completed count");
     let item = &completed[0];
     ensure_eq!(started[0]["id"], item["id"], "fileChange item id");
-    ensure_eq!(item["status"], json!("completed"), "fileChange status");
+    ensure_eq!(
+        item["status"],
+        json!(ItemStatus::Completed),
+        "fileChange status"
+    );
     let changes = item["changes"].as_array().cloned().unwrap_or_default();
     ensure_eq!(changes.len(), 1, "changes in the fileChange item");
     let change = &changes[0];
