@@ -22,7 +22,8 @@ pub const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Read from codex's strings; a status this driver does not know is kept as
 /// [`TurnStatus::Other`], so a new codex version does not break parsing. Shown (`Display`
-/// and `Debug`) as codex's string, so messages read as they did when it was one.
+/// and `Debug`) as codex's string, so messages read as they did when it was one. Compared
+/// with statuses only, not with strings: a check names the variant it wants.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
 pub enum TurnStatus {
@@ -90,18 +91,6 @@ impl std::fmt::Display for TurnStatus {
 impl std::fmt::Debug for TurnStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl PartialEq<str> for TurnStatus {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for TurnStatus {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 
