@@ -14,7 +14,7 @@ use super::{
     apply_patch_exec_call, call_reply, expect_requests, record_requests, recorded, setup_with,
 };
 use crate::app_server::AppServer;
-use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
@@ -137,11 +137,7 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let request = the_request(&seen, COMMAND_APPROVAL, &turn)?;
     ensure!(
         request["command"]
@@ -288,11 +284,7 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let request = the_request(&seen, FILE_APPROVAL, &turn)?;
     let items = turn.completed_items("fileChange");
     ensure_eq!(items.len(), 1, "completed fileChange items");

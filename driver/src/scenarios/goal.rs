@@ -123,11 +123,7 @@ pub(super) async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "bootstrap turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "bootstrap turn status");
     Ok((world, app, thread))
 }
 

@@ -128,11 +128,7 @@ async fn source_turn(app: &AppServer, thread: &str, word: &str) -> anyhow::Resul
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "source turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "source turn status");
     ensure_eq!(turn.final_response(), ACK, "source turn answer");
     Ok(())
 }
@@ -150,11 +146,7 @@ async fn plant(world: &mut World, word: &str) -> anyhow::Result<String> {
 /// Runs the recall turn on `thread`; the mock answers with the word.
 async fn recall(app: &AppServer, thread: &str, word: &str) -> anyhow::Result<()> {
     let turn = run_turn(app, thread, vec![text(RECALL)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "recall turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "recall turn status");
     ensure_eq!(turn.final_response(), word, "recall turn answer");
     Ok(())
 }
@@ -371,11 +363,7 @@ async fn fresh_thread(ctx: &Ctx) -> anyhow::Result<()> {
         "thread/start reused the source id {source}"
     );
     let turn = run_turn(&app, &fresh, vec![text(RECALL)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "recall turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "recall turn status");
     let requests = expect_requests(&world, 2).await?;
     ensure!(
         requests[0].body_contains_text(&word),

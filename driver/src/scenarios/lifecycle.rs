@@ -211,11 +211,7 @@ async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(
         turn.agent_messages(),
         vec![("m1", "First", None), ("m2", "", None)],
@@ -243,11 +239,7 @@ async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Failed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Failed, "turn status");
     ensure!(
         turn.error_message().contains("boom from mock model"),
         "turn.error.message: {:?}",
@@ -280,11 +272,7 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fleeting", "final response");
     expect_requests(&world, 1).await?;
     app.shutdown(Duration::from_secs(3)).await;
