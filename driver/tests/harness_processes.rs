@@ -12,7 +12,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use codex_parity::app_server::turn::{TurnOptions, start_turn, text, wait_turn};
+use codex_parity::app_server::turn::{TurnOptions, TurnStatus, start_turn, text, wait_turn};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::harness::runner::Target;
@@ -138,7 +138,11 @@ async fn sidecar_killed_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
     world.sidecar.requests(1, Duration::from_secs(10)).await?;
     support::signal(world.sidecar.pid().expect("pid"), Signal::KILL);
     let turn = wait_turn(&app, turn, Duration::from_secs(30)).await?;
-    anyhow::ensure!(turn.status == "completed", "turn status {}", turn.status);
+    anyhow::ensure!(
+        turn.status == TurnStatus::Completed,
+        "turn status {}",
+        turn.status
+    );
     world.finish().await
 }
 

@@ -22,7 +22,8 @@ pub const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Read from codex's strings; a status this driver does not know is kept as
 /// [`TurnStatus::Other`], so a new codex version does not break parsing. Shown (`Display`
-/// and `Debug`) as codex's string, so messages read as they did when it was one.
+/// and `Debug`) as codex's string, so messages read as they did when it was one. Compared
+/// with statuses only, not with strings: a check names the variant it wants.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
 pub enum TurnStatus {
@@ -93,16 +94,20 @@ impl std::fmt::Debug for TurnStatus {
     }
 }
 
-impl PartialEq<str> for TurnStatus {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for TurnStatus {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
+/// The `status` of a turn's item (`commandExecution`, `fileChange`, `dynamicToolCall`) as
+/// codex writes it. Serialized as codex's string, so a check compares it with the item's JSON
+/// (`json!(ItemStatus::Completed)`) and its message shows the item's value as it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ItemStatus {
+    /// `inProgress`.
+    InProgress,
+    /// `completed`.
+    Completed,
+    /// `failed`.
+    Failed,
+    /// `declined`.
+    Declined,
 }
 
 /// The turn ids `turn/start` returned on one connection, in order: what tells a turn the
@@ -575,6 +580,18 @@ mod tests {
         );
         assert_eq!(format!("{:?}", TurnStatus::Failed), "\"failed\"");
         assert_eq!(TurnStatus::InProgress.to_string(), "inProgress");
+    }
+
+    #[test]
+    fn item_status_is_written_as_codex_writes_it() {
+        let written = [
+            ItemStatus::InProgress,
+            ItemStatus::Completed,
+            ItemStatus::Failed,
+            ItemStatus::Declined,
+        ]
+        .map(|s| json!(s));
+        assert_eq!(written, ["inProgress", "completed", "failed", "declined"]);
     }
 
     #[test]

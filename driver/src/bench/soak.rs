@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::{memory_kib, percentile};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::world::{Settings, World, WorldOptions};
 
@@ -199,7 +199,8 @@ pub async fn one_thread(
                 .with_context(|| format!("turn {i}"))?;
             part.times.push(t0.elapsed());
             ensure!(
-                turn.status == "completed" && turn.final_response() == format!("soak reply {i}"),
+                turn.status == TurnStatus::Completed
+                    && turn.final_response() == format!("soak reply {i}"),
                 "turn {i}: {} with {:?} ({:?})",
                 turn.status,
                 turn.final_response(),
@@ -256,7 +257,7 @@ pub async fn many_threads(
                 .with_context(|| format!("thread {t}, round {round}"))?;
             let want = format!("reply {}", marker(t, round));
             ensure!(
-                turn.status == "completed" && turn.final_response() == want,
+                turn.status == TurnStatus::Completed && turn.final_response() == want,
                 "thread {t}, round {round}: {} with {:?} ({:?})",
                 turn.status,
                 turn.final_response(),

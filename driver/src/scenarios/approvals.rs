@@ -14,7 +14,7 @@ use super::{
     apply_patch_exec_call, call_reply, expect_requests, record_requests, recorded, setup_with,
 };
 use crate::app_server::AppServer;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
@@ -137,11 +137,7 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let request = the_request(&seen, COMMAND_APPROVAL, &turn)?;
     ensure!(
         request["command"]
@@ -188,7 +184,7 @@ fn check_command_effect(item: &Value, decision: Decision, file: &Path) -> anyhow
         Decision::Accept => {
             ensure_eq!(
                 item["status"],
-                json!("completed"),
+                json!(ItemStatus::Completed),
                 "commandExecution status (exit code {}, output {})",
                 item["exitCode"],
                 item["aggregatedOutput"]
@@ -201,7 +197,11 @@ fn check_command_effect(item: &Value, decision: Decision, file: &Path) -> anyhow
             );
         }
         Decision::Decline => {
-            ensure_eq!(item["status"], json!("declined"), "commandExecution status");
+            ensure_eq!(
+                item["status"],
+                json!(ItemStatus::Declined),
+                "commandExecution status"
+            );
             ensure!(
                 !file.exists(),
                 "the declined command created {}",
@@ -284,11 +284,7 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let request = the_request(&seen, FILE_APPROVAL, &turn)?;
     let items = turn.completed_items("fileChange");
     ensure_eq!(items.len(), 1, "completed fileChange items");
@@ -297,13 +293,21 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
     let file = world.workspace.join(name);
     match decision {
         Decision::Accept => {
-            ensure_eq!(item["status"], json!("completed"), "fileChange status");
+            ensure_eq!(
+                item["status"],
+                json!(ItemStatus::Completed),
+                "fileChange status"
+            );
             let content = std::fs::read_to_string(&file)
                 .with_context(|| format!("the accepted patch did not write {}", file.display()))?;
             ensure_eq!(content.trim_end(), "written after approval", "file content");
         }
         Decision::Decline => {
-            ensure_eq!(item["status"], json!("declined"), "fileChange status");
+            ensure_eq!(
+                item["status"],
+                json!(ItemStatus::Declined),
+                "fileChange status"
+            );
             ensure!(
                 !file.exists(),
                 "the declined patch wrote {}",

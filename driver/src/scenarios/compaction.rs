@@ -23,10 +23,10 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, compaction, events};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, record_requests, recorded, setup_with};
+use super::{captured_requests, expect, expect_status, record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
-    MOCK_MODEL, StartedTurn, TURN_TIMEOUT, Turn, TurnOptions, run_turn, text, wait_turn,
+    MOCK_MODEL, StartedTurn, TURN_TIMEOUT, Turn, TurnOptions, TurnStatus, run_turn, text, wait_turn,
 };
 use crate::codex::capabilities::Capabilities;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -271,7 +271,12 @@ async fn manual_local(ctx: &Ctx) -> anyhow::Result<()> {
     let three = run_turn(&app, &thread, vec![text("after compact")], &opts).await?;
     expect(ctx, "compact_start.result", json!({}), result);
     let statuses = json!([one.status, two.status, compacted.status, three.status]);
-    expect(ctx, "turns.status", json!(vec!["completed"; 4]), statuses);
+    expect(
+        ctx,
+        "turns.status",
+        json!(vec![TurnStatus::Completed; 4]),
+        statuses,
+    );
     let own = ![&one.id, &two.id, &three.id].contains(&&compacted.id);
     expect(ctx, "compact_turn.own_turn", json!(true), json!(own));
     expect(
@@ -323,7 +328,12 @@ async fn auto_pre_turn(ctx: &Ctx) -> anyhow::Result<()> {
     let one = run_turn(&app, &thread, vec![text("fill the context")], &opts).await?;
     let two = run_turn(&app, &thread, vec![text("next question")], &opts).await?;
     let statuses = json!([one.status, two.status]);
-    expect(ctx, "turns.status", json!(vec!["completed"; 2]), statuses);
+    expect(
+        ctx,
+        "turns.status",
+        json!(vec![TurnStatus::Completed; 2]),
+        statuses,
+    );
     expect(
         ctx,
         "turn1.items_started",
@@ -388,7 +398,7 @@ async fn auto_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
     });
     let opts = TurnOptions::default();
     let turn = run_turn(&app, &thread, vec![text("use the tool")], &opts).await?;
-    expect(ctx, "turn.status", json!("completed"), json!(turn.status));
+    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
     expect(
         ctx,
         "turn.final",
@@ -506,7 +516,12 @@ async fn remote(ctx: &Ctx) -> anyhow::Result<()> {
     let opts = TurnOptions::default();
     let two = run_turn(&app, &thread, vec![text("after compact")], &opts).await?;
     let statuses = json!([one.status, compacted.status, two.status]);
-    expect(ctx, "turns.status", json!(vec!["completed"; 3]), statuses);
+    expect(
+        ctx,
+        "turns.status",
+        json!(vec![TurnStatus::Completed; 3]),
+        statuses,
+    );
     expect(
         ctx,
         "compact_turn.items_started",
@@ -606,14 +621,14 @@ async fn remote_wrong_answer(ctx: &Ctx) -> anyhow::Result<()> {
     };
     world.script(vec![answer]).await?;
     let (_, compacted) = compact(&app, &thread).await?;
-    expect(ctx, "turn1.status", json!("completed"), json!(one.status));
+    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
     let outcome = json!({
         "status": compacted.status,
         "errors": errors(&compacted),
         "turn_error": compacted.error_message(),
     });
     let want = json!({
-        "status": "failed",
+        "status": TurnStatus::Failed,
         "errors": [{"willRetry": false, "message": V2_WRONG_ANSWER, "codexErrorInfo": "other"}],
         "turn_error": V2_WRONG_ANSWER,
     });

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -131,11 +131,7 @@ async fn tool_turn(
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "done", "final response");
     let calls = recorded(&calls);
     ensure_eq!(calls.len(), 1, "item/tool/call requests");
@@ -269,7 +265,11 @@ async fn failed_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let done = turn.completed_items("dynamicToolCall");
     ensure_eq!(done.len(), 1, "completed dynamicToolCall items");
     ensure_eq!(done[0]["success"], json!(false), "completed item success");
-    ensure_eq!(done[0]["status"], json!("failed"), "completed item status");
+    ensure_eq!(
+        done[0]["status"],
+        json!(ItemStatus::Failed),
+        "completed item status"
+    );
     let requests = expect_requests(&world, 2).await?;
     let (content, _) = requests[1]
         .function_call_output_content_and_success("call-1")
@@ -304,11 +304,7 @@ async fn schema_rejected(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Failed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Failed, "turn status");
     ensure!(
         turn.error_message().contains("invalid_function_parameters"),
         "turn.error.message: {}",

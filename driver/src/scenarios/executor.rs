@@ -15,7 +15,9 @@ use super::{
     expect_requests, header, record_requests, recorded, setup, setup_with,
 };
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{
+    ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
+};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -92,11 +94,7 @@ async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
     ])];
     let (world, app, thread) = setup(ctx, script).await?;
     let turn = run_turn(&app, &thread, vec![text("hello?")], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure!(turn.error.is_none(), "turn error: {:?}", turn.error);
     ensure_eq!(
         turn.agent_messages(),
@@ -146,11 +144,7 @@ async fn streaming(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let mut deltas = Vec::new();
     let mut completed_at = None;
     for (i, m) in turn.messages.iter().enumerate() {
@@ -205,11 +199,7 @@ async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
         setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let mut turn = run_turn(&app, &thread, vec![text("use override")], &options).await?;
     turn.model = model.into();
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let requests = expect_requests(&world, 1).await?;
     ensure_eq!(requests[0].body["model"], json!(model), "body.model");
     let usage = turn
@@ -257,11 +247,7 @@ async fn phases(
     body.push(events::completed("resp-1"));
     let (world, app, thread) = setup(ctx, vec![Scripted::sse(body)]).await?;
     let turn = run_turn(&app, &thread, vec![text(prompt)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let phase_name = |p: &Option<Phase>| match p {
         Some(Phase::Commentary) => Some("commentary"),
         Some(Phase::FinalAnswer) => Some("final_answer"),
@@ -346,11 +332,7 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     let turn = wait_turn(&app, started, Duration::from_secs(45)).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Failed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Failed, "turn status");
     // Compared as drift, not asserted: the WebSocket twin (F2) reports every way it differs.
     let progress: Vec<String> = turn
         .retry_progress()
@@ -445,11 +427,7 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     check_tool_call(&recorded(&calls), &thread, &turn.id)?;
     check_tool_items(&turn)?;
     ensure_eq!(turn.final_response(), "42", "final response");
@@ -490,14 +468,14 @@ fn check_tool_items(turn: &Turn) -> anyhow::Result<()> {
     );
     ensure_eq!(
         started["item"]["status"],
-        json!("inProgress"),
+        json!(ItemStatus::InProgress),
         "started item status"
     );
     let done = turn.completed_items("dynamicToolCall");
     ensure_eq!(done.len(), 1, "completed dynamicToolCall items");
     ensure_eq!(
         done[0]["status"],
-        json!("completed"),
+        json!(ItemStatus::Completed),
         "completed item status"
     );
     ensure_eq!(done[0]["success"], json!(true), "completed item success");

@@ -21,7 +21,7 @@ use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
 
 use super::{captured_requests, setup_with};
-use crate::app_server::turn::{Turn, TurnOptions, start_turn, text, wait_turn};
+use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, start_turn, text, wait_turn};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
 
@@ -42,8 +42,8 @@ struct Fault {
     idle_timeout_ms: u64,
     /// Model requests codex makes.
     requests: usize,
-    /// `turn.status`.
-    status: &'static str,
+    /// Whether the turn completes (`turn.status` `completed`) or fails (`failed`).
+    completes: bool,
     /// `turn.error.message` (`{url}` stands for the mock's `…/v1/responses`); empty for a
     /// turn that completes.
     message: &'static str,
@@ -70,7 +70,7 @@ impl Fault {
             stream_retries: 0,
             idle_timeout_ms: 10_000,
             requests: 1,
-            status: "failed",
+            completes: false,
             message,
             texts: &[],
             info,
@@ -85,9 +85,18 @@ impl Fault {
         texts: &'static [&'static str],
     ) -> Fault {
         Fault {
-            status: "completed",
+            completes: true,
             texts,
             ..Fault::failed(reply, "", "null")
+        }
+    }
+
+    /// The `turn.status` the row expects.
+    fn status(&self) -> TurnStatus {
+        if self.completes {
+            TurnStatus::Completed
+        } else {
+            TurnStatus::Failed
         }
     }
 
@@ -412,7 +421,7 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
             ctx.drift(key, got, message);
         }
     };
-    differ("turn.status", json!(fault.status), json!(turn.status));
+    differ("turn.status", json!(fault.status()), json!(turn.status));
     differ(
         "turn.error.message",
         json!(fault.message.replace("{url}", &url)),
@@ -523,7 +532,7 @@ fn check_terminal(turn: &Turn) -> anyhow::Result<()> {
         .iter()
         .filter(|(_, p)| p["willRetry"] != json!(true))
         .collect();
-    if turn.status != crate::app_server::turn::TurnStatus::Failed {
+    if turn.status != TurnStatus::Failed {
         anyhow::ensure!(
             terminal.is_empty() && turn.error.is_none(),
             "a {} turn carries an error: {:?} / {:?}",

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{apply_patch_exec_call, call_reply, expect_requests, random_hex, setup_with};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::git;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -283,7 +283,7 @@ async fn edit_turn(
     .await?;
     ensure_eq!(
         turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
+        TurnStatus::Completed,
         "{} turn status",
         edit.kind()
     );
@@ -329,7 +329,11 @@ fn file_change_report(turn: &Turn, workspace: &Path, edit: &Edit) -> anyhow::Res
     ensure_eq!(completed.len(), 1, "fileChange item/completed count");
     let item = &completed[0];
     ensure_eq!(started[0]["id"], item["id"], "fileChange item id");
-    ensure_eq!(item["status"], json!("completed"), "fileChange status");
+    ensure_eq!(
+        item["status"],
+        json!(ItemStatus::Completed),
+        "fileChange status"
+    );
     let changes = item["changes"].as_array().cloned().unwrap_or_default();
     ensure_eq!(changes.len(), 1, "changes in the fileChange item");
     let change = &changes[0];
@@ -456,11 +460,7 @@ async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let commands = turn.completed_items("commandExecution");
     ensure_eq!(commands.len(), 1, "commandExecution items");
     ensure_eq!(

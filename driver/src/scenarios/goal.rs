@@ -11,7 +11,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{exit_cleanly, expect_requests, rpc_error, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -123,11 +123,7 @@ pub(super) async fn bootstrap(ctx: &Ctx) -> anyhow::Result<(World, Arc<AppServer
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "bootstrap turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "bootstrap turn status");
     Ok((world, app, thread))
 }
 
@@ -161,7 +157,7 @@ pub(super) async fn await_settle(app: &AppServer, cursor: usize) -> anyhow::Resu
         .await?;
     ensure_eq!(
         done.params()["turn"]["status"],
-        json!("completed"),
+        json!(TurnStatus::Completed),
         "continuation turn status"
     );
     goal_becomes(app, cursor, "complete", Duration::from_secs(5)).await?;

@@ -14,6 +14,7 @@ use super::goal::{
     script_settle,
 };
 use super::{costed_reply, expect_requests, requests_arrived};
+use crate::app_server::turn::TurnStatus;
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -177,7 +178,7 @@ async fn budget_exhaustion(ctx: &Ctx) -> anyhow::Result<()> {
     for done in &completed {
         ensure_eq!(
             done.params()["turn"]["status"],
-            json!("completed"),
+            json!(TurnStatus::Completed),
             "continuation status"
         );
     }
@@ -365,7 +366,7 @@ async fn failing_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         ensure_eq!(completed.len(), 1, "{code}: continuation turns");
         ensure_eq!(
             completed[0].params()["turn"]["status"],
-            json!("failed"),
+            json!(TurnStatus::Failed),
             "{code}: continuation status"
         );
         let error = app
@@ -424,7 +425,7 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         .await?;
     ensure_eq!(
         done.params()["turn"]["status"],
-        json!("interrupted"),
+        json!(TurnStatus::Interrupted),
         "continuation status"
     );
     let paused = goal_becomes(&app, cursor, "paused", Duration::from_secs(2))
@@ -535,7 +536,7 @@ async fn empty_continuations(ctx: &Ctx) -> anyhow::Result<()> {
         .iter()
         .map(|m| m.params()["turn"]["status"].clone())
         .collect();
-    let mut expected = vec![json!("completed"); TURNS];
+    let mut expected = vec![json!(TurnStatus::Completed); TURNS];
     if completed.len() == TURNS + 1 {
         // No rule: a 4th continuation runs, its request is unscripted (the sidecar's 500
         // names it) and that failure is what blocks the goal.
@@ -547,7 +548,7 @@ async fn empty_continuations(ctx: &Ctx) -> anyhow::Result<()> {
                 TURNS + 1
             ),
         );
-        expected.push(json!("failed"));
+        expected.push(json!(TurnStatus::Failed));
     }
     ensure_eq!(statuses, expected, "continuation turn statuses");
     expect_requests(&world, completed.len() + 1).await?;

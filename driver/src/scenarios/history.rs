@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::{exit_cleanly, expect_requests, header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{TURN_TIMEOUT, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{
+    TURN_TIMEOUT, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
+};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
 use crate::harness::git;
@@ -126,11 +128,7 @@ async fn source_turn(app: &AppServer, thread: &str, word: &str) -> anyhow::Resul
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "source turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "source turn status");
     ensure_eq!(turn.final_response(), ACK, "source turn answer");
     Ok(())
 }
@@ -148,11 +146,7 @@ async fn plant(world: &mut World, word: &str) -> anyhow::Result<String> {
 /// Runs the recall turn on `thread`; the mock answers with the word.
 async fn recall(app: &AppServer, thread: &str, word: &str) -> anyhow::Result<()> {
     let turn = run_turn(app, thread, vec![text(RECALL)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "recall turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "recall turn status");
     ensure_eq!(turn.final_response(), word, "recall turn answer");
     Ok(())
 }
@@ -229,7 +223,11 @@ fn check_planted_turn(turns: &Value, word: &str) -> anyhow::Result<()> {
         .as_array()
         .with_context(|| format!("thread.turns is not a list: {turns}"))?;
     ensure_eq!(turns.len(), 1, "number of turns in thread.turns");
-    ensure_eq!(turns[0]["status"], json!("completed"), "the turn's status");
+    ensure_eq!(
+        turns[0]["status"],
+        json!(TurnStatus::Completed),
+        "the turn's status"
+    );
     let items = turns[0]["items"].as_array().cloned().unwrap_or_default();
     let planted = items.iter().any(|i| {
         i["type"] == "userMessage"
@@ -365,11 +363,7 @@ async fn fresh_thread(ctx: &Ctx) -> anyhow::Result<()> {
         "thread/start reused the source id {source}"
     );
     let turn = run_turn(&app, &fresh, vec![text(RECALL)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "recall turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "recall turn status");
     let requests = expect_requests(&world, 2).await?;
     ensure!(
         requests[0].body_contains_text(&word),

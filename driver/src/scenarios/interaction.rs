@@ -14,7 +14,9 @@ use super::{expect_requests, requests_arrived, rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{
+    Turn, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
+};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::World;
@@ -105,11 +107,7 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// Asserts the interrupted turn ended `interrupted` with no agent message.
 fn check_interrupted(turn: &Turn) -> anyhow::Result<()> {
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Interrupted,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Interrupted, "turn status");
     ensure!(
         turn.agent_messages().is_empty(),
         "the interrupted turn got a message: {:?}",
@@ -158,11 +156,7 @@ async fn check_interrupt_after_end(
 
 /// Asserts the turn after the interrupt: a new turn that completed, and the request it sent.
 async fn check_after_interrupt(world: &World, second: &Turn, turn_id: &str) -> anyhow::Result<()> {
-    ensure_eq!(
-        second.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "second turn status"
-    );
+    ensure_eq!(second.status, TurnStatus::Completed, "second turn status");
     ensure!(second.id != turn_id, "the second turn reused the turn id");
     ensure_eq!(
         second.final_response(),
@@ -201,11 +195,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         .context("turn/steer")?;
     ensure_eq!(answer, json!({"turnId": turn_id}), "turn/steer result");
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(
         turn.final_response(),
         "steered answer",
@@ -300,11 +290,7 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        first.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "image turn status"
-    );
+    ensure_eq!(first.status, TurnStatus::Completed, "image turn status");
     let path = world.workspace.join("pixel.png");
     std::fs::write(&path, &pixel).with_context(|| format!("writing {}", path.display()))?;
     let second = run_turn(
@@ -319,7 +305,7 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     ensure_eq!(
         second.status,
-        crate::app_server::turn::TurnStatus::Completed,
+        TurnStatus::Completed,
         "localImage turn status"
     );
     let requests = expect_requests(&world, 2).await?;

@@ -9,7 +9,7 @@ use codex_parity_sidecar::{bodies, events};
 use serde_json::{Value, json};
 
 use super::{expect_requests, rpc_error, setup, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -138,7 +138,11 @@ fn check_notification_order(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow:
 
 /// Asserts the `turn/completed` notification: status, times, duration and its items.
 fn check_completed(ctx: &Ctx, done: &Value) -> anyhow::Result<()> {
-    ensure_eq!(done["status"], json!("completed"), "turn/completed status");
+    ensure_eq!(
+        done["status"],
+        json!(TurnStatus::Completed),
+        "turn/completed status"
+    );
     ensure_eq!(done["error"], Value::Null, "turn/completed error");
     for key in ["startedAt", "completedAt"] {
         ensure!(
@@ -207,11 +211,7 @@ async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(
         turn.agent_messages(),
         vec![("m1", "First", None), ("m2", "", None)],
@@ -239,11 +239,7 @@ async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Failed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Failed, "turn status");
     ensure!(
         turn.error_message().contains("boom from mock model"),
         "turn.error.message: {:?}",
@@ -276,11 +272,7 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fleeting", "final response");
     expect_requests(&world, 1).await?;
     app.shutdown(Duration::from_secs(3)).await;

@@ -2,10 +2,12 @@
 //! (group A), `goal` and `goal_continuation` (group B), `history` (group C), `files` (group
 //! D), `request_shape` (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7),
 //! `dynamic_tools` (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13),
-//! `fault` (E14), `transport` and `compaction` (group F), and group G: `overrides` (G1, G2),
-//! `user_input` (G3–G6), `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp`
-//! (G16–G23) and `review` (G24–G27); [`registry()`] lists them all. `scenario_file` turns an
-//! integrator's scenario files into scenarios of the same kind.
+//! `fault` (E14), group F: `websocket` (F1, F2), `websocket_fallback` (F3–F6),
+//! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
+//! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
+//! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
+//! (G24–G27); [`registry()`] lists them all. An integrator's scenario files
+//! become scenarios of the same kind in the layer below (`crate::scenario_file`).
 //! Each group file declares its scenarios with [`scenario!`](crate::scenario) in its
 //! `scenarios()`.
 
@@ -25,15 +27,19 @@ pub mod mcp;
 pub mod overrides;
 pub mod plan_items;
 pub mod protocol;
+pub mod rate_limits;
 pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
 pub mod review;
+pub mod sse_stream;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;
-pub mod transport;
 pub mod user_input;
+pub mod websocket;
+pub mod websocket_fallback;
+pub mod websocket_faults;
 
 pub use registry::registry;
 
@@ -48,6 +54,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::events::{self, Usage};
 
 use crate::app_server::message::RpcError;
+use crate::app_server::turn::{Turn, TurnStatus};
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::harness::scenario::Ctx;
@@ -107,6 +114,12 @@ pub fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
         let message = format!("{key}: expected {want}, got {got}");
         ctx.drift(key, got, message);
     }
+}
+
+/// [`expect`] for a turn's status: drift under `key` when `turn` did not end `want` (compared
+/// and recorded as codex's strings).
+pub fn expect_status(ctx: &Ctx, key: &str, want: TurnStatus, turn: &Turn) {
+    expect(ctx, key, json!(want), json!(turn.status));
 }
 
 /// The header `name` of a captured request, or an error naming it.

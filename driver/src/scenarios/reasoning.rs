@@ -13,7 +13,7 @@ use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::json;
 
 use super::{expect_requests, setup};
-use crate::app_server::turn::{Turn, TurnOptions, run_turn, text};
+use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::scenario;
@@ -41,11 +41,7 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     check_reasoning_turn(&turn)?;
     let next = run_turn(
         &app,
@@ -54,11 +50,7 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        next.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "second turn status"
-    );
+    ensure_eq!(next.status, TurnStatus::Completed, "second turn status");
     let requests = expect_requests(&world, 2).await?;
     check_echoed_reasoning(&requests)?;
     world.finish().await

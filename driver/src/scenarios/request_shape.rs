@@ -11,7 +11,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
 use super::{check_identity_headers, expect_requests, header, setup_with};
-use crate::app_server::turn::{TurnOptions, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::drift::golden;
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -67,11 +67,7 @@ async fn one_turn(
     let (world, app, thread, _) =
         setup_with(ctx, WorldOptions::default(), script, thread_params).await?;
     let turn = run_turn(&app, &thread, vec![text(PROMPT)], &TurnOptions::default()).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "shape ok", "final response");
     let started = turn
         .messages

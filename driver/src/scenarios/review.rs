@@ -164,7 +164,7 @@ async fn review_uncommitted(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(
         done.params()["turn"]["status"],
-        json!("completed"),
+        json!(TurnStatus::Completed),
         "review turn status"
     );
     check_items(ctx, &app, cursor)?;
@@ -296,7 +296,7 @@ async fn run_review(
     let done = review_completed(app, cursor, &review_thread).await?;
     ensure_eq!(
         done.params()["turn"]["status"],
-        json!("completed"),
+        json!(TurnStatus::Completed),
         "review turn status"
     );
     let label = app

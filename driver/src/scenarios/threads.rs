@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{SAMPLE_USAGE, costed_reply, expect_requests, header, listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
-use crate::app_server::turn::{TurnOptions, run_turn, start_turn, text, wait_turn};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::WorldOptions;
@@ -76,11 +76,7 @@ async fn interleaved(ctx: &Ctx) -> anyhow::Result<()> {
     let turn_b = wait_turn(&app, started_b, Duration::from_secs(20)).await?;
     let all = app.messages();
     for (turn, word) in [(&turn_a, "one"), (&turn_b, "two")] {
-        ensure_eq!(
-            turn.status,
-            crate::app_server::turn::TurnStatus::Completed,
-            "turn status on {word}"
-        );
+        ensure_eq!(turn.status, TurnStatus::Completed, "turn status on {word}");
         let item = format!("msg-{word}");
         let deltas: Vec<[&str; 3]> = all
             .iter()
@@ -166,11 +162,7 @@ async fn model_list_during_turn(ctx: &Ctx) -> anyhow::Result<()> {
         .with_context(|| format!("model/list result without a data array: {models}"))?;
     ensure!(!data.is_empty(), "model/list returned no models");
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "slow", "final response");
     expect_requests(&world, 1).await?;
     let fetched: Vec<String> = world
@@ -198,11 +190,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     name_then_read(&app, &thread, &turn.id).await?;
     archive_then_list(ctx, &app, &thread).await?;
     resume_archived(ctx, &app, &thread).await?;
@@ -333,11 +321,7 @@ async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    ensure_eq!(
-        turn.status,
-        crate::app_server::turn::TurnStatus::Completed,
-        "first turn status"
-    );
+    ensure_eq!(turn.status, TurnStatus::Completed, "first turn status");
     first.shutdown(Duration::from_secs(5)).await;
 
     let second = world.start().await?;
@@ -349,7 +333,7 @@ async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(turns[0]["id"], json!(turn.id), "resumed turn id");
     ensure_eq!(
         turns[0]["status"],
-        json!("completed"),
+        json!(TurnStatus::Completed),
         "resumed turn status"
     );
     let user = turns[0]["items"]

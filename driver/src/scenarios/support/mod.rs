@@ -1,4 +1,6 @@
-//! What only scenarios need: tiny PNG images and rollout-file cloning.
+//! What only scenarios need: tiny PNG images, rollout-file cloning and what the transport
+//! rows of group F share (`transport`).
 
 pub mod png;
 pub mod rollout;
+pub mod transport;
