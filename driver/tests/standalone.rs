@@ -260,10 +260,25 @@ fn bless_without_a_checkout_is_refused_before_anything_runs() {
     let all = support::text(&out);
     assert!(all.contains(&format!("--bless writes into {f}")), "{all}");
     let pinned = codex_parity::codex::versions::load().unwrap().pinned;
+    // What it writes is pending until reviewed: the accepted file appears only on --accept.
+    let accepted = fixtures.join(format!("golden/{pinned}/request_shape_plain.json"));
     assert!(
-        fixtures
-            .join(format!("golden/{pinned}/request_shape_plain.json"))
-            .is_file(),
+        codex_parity::harness::pending::pending_path(&accepted).is_file() && !accepted.exists(),
         "{all}"
     );
+    let review = run_alone(
+        &bin,
+        &["--fixtures", f, "review", "--accept"],
+        cwd,
+        true,
+        &[],
+    );
+    let said = support::text(&review);
+    assert!(
+        said.contains(&format!(
+            "accepted golden/{pinned}/request_shape_plain.json"
+        )),
+        "{said}"
+    );
+    assert!(accepted.is_file(), "{said}");
 }

@@ -23,7 +23,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, compaction, events};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, expect_status, record_requests, recorded, setup_with};
+use super::{expect, expect_status, record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
     MOCK_MODEL, StartedTurn, TURN_TIMEOUT, Turn, TurnOptions, TurnStatus, run_turn, text, wait_turn,
@@ -172,7 +172,7 @@ async fn model_requests(
     n: usize,
     need: usize,
 ) -> anyhow::Result<Vec<CapturedRequest>> {
-    let requests = captured_requests(world, n, Duration::from_secs(2)).await?;
+    let requests = world.captured(n, Duration::from_secs(2)).await?;
     expect(ctx, "requests.count", json!(n), json!(requests.len()));
     ensure!(
         requests.len() >= need,
@@ -478,7 +478,7 @@ async fn remote_setup(
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let opts = TurnOptions::default();
     let one = run_turn(&app, &thread, vec![text("hi")], &opts).await?;
-    let first = captured_requests(&world, 1, Duration::from_secs(2)).await?;
+    let first = world.captured(1, Duration::from_secs(2)).await?;
     let remote = first
         .first()
         .map(Remote::announced_by)

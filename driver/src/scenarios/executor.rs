@@ -11,8 +11,8 @@ use codex_parity_sidecar::events::{self, Phase};
 use serde_json::{Value, json};
 
 use super::{
-    SAMPLE_USAGE, captured_requests, check_identity_headers, check_route, costed_reply, expect,
-    expect_requests, header, record_requests, recorded, setup, setup_with,
+    SAMPLE_USAGE, check_identity_headers, check_route, costed_reply, expect, expect_requests,
+    header, record_requests, recorded, setup, setup_with,
 };
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{
@@ -381,7 +381,7 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
         last_progress < first_terminal,
         "the terminal error came before the retry progress ended"
     );
-    let requests = captured_requests(&world, 6, Duration::from_secs(2)).await?;
+    let requests = world.captured(6, Duration::from_secs(2)).await?;
     let count = requests.iter().filter(|r| !r.auto_warmup).count();
     expect(ctx, "requests.count", json!(6), json!(count));
     world.finish().await

@@ -20,7 +20,7 @@ use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies, sse};
 use serde_json::{Value, json};
 
-use super::{captured_requests, setup_with};
+use super::setup_with;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, start_turn, text, wait_turn};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
@@ -441,7 +441,9 @@ async fn run_fault(ctx: &Ctx, fault: &Fault) -> anyhow::Result<()> {
         info,
     );
     compare_progress(fault, &turn, &differ)?;
-    let requests = captured_requests(&world, fault.requests, Duration::from_secs(2)).await?;
+    let requests = world
+        .captured(fault.requests, Duration::from_secs(2))
+        .await?;
     differ(
         "requests.count",
         json!(fault.requests),

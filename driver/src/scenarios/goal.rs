@@ -10,7 +10,7 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{exit_cleanly, expect_requests, rpc_error, setup_with};
+use super::{expect_requests, rpc_error, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
@@ -599,7 +599,7 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
         json!({"objective": "Survive restart", "status": "paused", "tokenBudget": 777}),
     )
     .await?;
-    exit_cleanly(&app, "process A").await?;
+    app.exit_cleanly("process A").await?;
     let again = world.start().await?;
     again.thread_resume(&thread, json!({})).await?;
     let snapshot = again

@@ -13,7 +13,7 @@ use super::goal::{
     await_settle, bootstrap, continuation_started, goal, goal_becomes, no_turn_within,
     script_settle,
 };
-use super::{costed_reply, expect_requests, requests_arrived};
+use super::{costed_reply, expect_requests};
 use crate::app_server::turn::TurnStatus;
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
@@ -407,7 +407,8 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         .await?;
     let (started, turn) = continuation_started(&app, cursor).await?;
     // The request must be in flight before the interrupt.
-    requests_arrived(&world, 2, Duration::from_secs(5))
+    world
+        .requests_arrived(2, Duration::from_secs(5))
         .await
         .context("waiting for the continuation's request")?;
     ensure_eq!(

@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{exit_cleanly, expect_requests, header, listed_ids, random_hex, rpc_error};
+use super::{expect_requests, header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
     TURN_TIMEOUT, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
@@ -139,7 +139,7 @@ async fn plant(world: &mut World, word: &str) -> anyhow::Result<String> {
     let app = world.start().await?;
     let (thread, _) = world.start_thread(&app, json!({})).await?;
     source_turn(&app, &thread, word).await?;
-    exit_cleanly(&app, "process A").await?;
+    app.exit_cleanly("process A").await?;
     Ok(thread)
 }
 
@@ -694,7 +694,7 @@ async fn refused(ctx: &Ctx) -> anyhow::Result<()> {
     ensure!(written.is_empty(), "a refused resume wrote {written:?}");
 
     let (thread, _) = world.start_thread(&app, json!({})).await?;
-    exit_cleanly(&app, "process A").await?;
+    app.exit_cleanly("process A").await?;
     let again = world.start().await?;
     for (method, result) in [
         (

@@ -10,7 +10,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 use tokio::time::error::Elapsed;
 
-use super::{expect_requests, requests_arrived, rpc_error, setup};
+use super::{expect_requests, rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
@@ -76,7 +76,7 @@ async fn interrupt(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    requests_arrived(&world, 1, Duration::from_secs(10)).await?;
+    world.requests_arrived(1, Duration::from_secs(10)).await?;
     let turn_id = started.id.clone();
     let answer = app
         .turn_interrupt(&thread, &turn_id)
@@ -187,7 +187,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     let turn_id = started.id.clone();
-    requests_arrived(&world, 1, Duration::from_secs(10)).await?;
+    world.requests_arrived(1, Duration::from_secs(10)).await?;
     refuse_wrong_turn(&app, &thread, &turn_id).await?;
     let answer = app
         .turn_steer(&thread, &turn_id, vec![text("also mention bananas")])

@@ -46,7 +46,7 @@ pub use registry::registry;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use codex_parity_sidecar::Scripted;
@@ -60,28 +60,15 @@ use crate::ensure_eq;
 use crate::harness::scenario::Ctx;
 use crate::harness::world::{MOCK_API_KEY, Transport, World, WorldOptions};
 
-/// The model requests captured so far, waiting up to `timeout` for at least `n`.
-pub async fn captured_requests(
-    world: &World,
-    n: usize,
-    timeout: Duration,
-) -> anyhow::Result<Vec<CapturedRequest>> {
-    world
-        .sidecar
-        .requests(n, timeout)
-        .await
-        .context("reading captured requests")
-}
-
 /// Exactly `n` model requests were captured (waits briefly for them to arrive). Warm-up frames
 /// the sidecar answered by itself on a WebSocket are not model requests of a turn: they are
 /// left out.
 pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
     let wait = Duration::from_millis(2000);
-    let mut requests = captured_requests(world, n, wait).await?;
+    let mut requests = world.captured(n, wait).await?;
     let warmups = requests.iter().filter(|r| r.auto_warmup).count();
     if warmups > 0 {
-        requests = captured_requests(world, n + warmups, wait).await?;
+        requests = world.captured(n + warmups, wait).await?;
         requests.retain(|r| !r.auto_warmup);
     }
     if requests.len() != n {
@@ -161,22 +148,6 @@ pub fn rpc_error(result: Result<Value, CallError>, what: &str) -> anyhow::Result
         Ok(v) => bail!("{what} succeeded: {v}"),
         Err(e) => e.rpc().cloned().with_context(|| format!("{what}: {e}")),
     }
-}
-
-/// Waits up to `timeout` until the sidecar has captured at least `n` model requests (codex
-/// is then waiting for the answer to the last one).
-pub async fn requests_arrived(
-    world: &World,
-    n: usize,
-    timeout: Duration,
-) -> anyhow::Result<Vec<CapturedRequest>> {
-    let requests = captured_requests(world, n, timeout).await?;
-    ensure!(
-        requests.len() >= n,
-        "expected {n} model request(s) to have arrived, the sidecar has {}",
-        requests.len()
-    );
-    Ok(requests)
 }
 
 /// The identity headers every model request carries: `originator` and the mock's bearer
@@ -266,13 +237,4 @@ pub fn listed_ids(list: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|t| t["id"].as_str().map(String::from))
         .collect()
-}
-
-/// Closes an app-server's stdin and requires a clean exit; `what` names the process.
-pub async fn exit_cleanly(app: &AppServer, what: &str) -> anyhow::Result<()> {
-    match app.shutdown_exit(Duration::from_secs(5)).await {
-        Some(exit) if exit.success() => Ok(()),
-        Some(exit) => bail!("{what} exited with {exit}"),
-        None => bail!("{what} did not exit"),
-    }
 }

@@ -14,7 +14,7 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, expect_status, setup_with};
+use super::{expect, expect_status, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
@@ -108,7 +108,7 @@ async fn retry_hints(ctx: &Ctx) -> anyhow::Result<()> {
         "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": null}},
         "additionalDetails": format!("stream disconnected before completion: {hint}")}]);
     expect(ctx, "turn2.errors", notice, json!(errors(&two)));
-    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    let requests = world.captured(4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -228,7 +228,7 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
         "planType": null,
     });
     expect(ctx, "turn2.rateLimits", want, got);
-    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    let requests = world.captured(2, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",

@@ -17,7 +17,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
-use super::{captured_requests, expect, expect_status, setup_with};
+use super::{expect, expect_status, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
@@ -132,7 +132,7 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
 /// F10's requests: all over HTTP, the stalled attempts closed by codex, and each retry no
 /// sooner than the idle timeout.
 async fn stall_requests(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
-    let requests = captured_requests(world, 4, Duration::from_secs(2)).await?;
+    let requests = world.captured(4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -226,7 +226,7 @@ async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
         json!(["partial", "whole"]),
         json!(texts),
     );
-    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    let requests = world.captured(2, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -276,7 +276,7 @@ async fn slow_drip(ctx: &Ctx) -> anyhow::Result<()> {
         json!(turn.final_response()),
     );
     expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
-    let requests = captured_requests(&world, 1, Duration::from_secs(2)).await?;
+    let requests = world.captured(1, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",

@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect_requests, record_requests, recorded, requests_arrived, setup};
+use super::{call_reply, expect_requests, record_requests, recorded, setup};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{
@@ -244,7 +244,7 @@ async fn unanswered(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = setup(ctx, script).await?;
     app.leave_unanswered(ASK);
     let started = start_turn(&app, &thread, vec![text("ask me first")], &plan_mode()).await?;
-    requests_arrived(&world, 1, Duration::from_secs(10)).await?;
+    world.requests_arrived(1, Duration::from_secs(10)).await?;
     app.wait_for(started.cursor, Duration::from_secs(10), ASK, |m| m.is(ASK))
         .await?;
     app.turn_interrupt(&thread, &started.id)

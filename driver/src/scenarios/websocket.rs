@@ -14,9 +14,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{
-    SAMPLE_USAGE, captured_requests, expect, expect_status, record_requests, recorded, setup_with,
-};
+use super::{SAMPLE_USAGE, expect, expect_status, record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
@@ -184,7 +182,7 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
 /// F1's frames, after checking their transport, the one upgrade with its `OpenAI-Beta` header
 /// and each frame's place (connection, frame number).
 async fn websocket_frames(ctx: &Ctx, world: &World) -> anyhow::Result<Vec<CapturedRequest>> {
-    let frames = captured_requests(world, 4, Duration::from_secs(2)).await?;
+    let frames = world.captured(4, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",

@@ -16,7 +16,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{ConnectionScript, Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, expect_status, setup_with};
+use super::{expect, expect_status, setup_with};
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, World, WorldOptions};
@@ -105,7 +105,7 @@ async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
         json!([]),
         json!([errors(&one), errors(&two)].concat()),
     );
-    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    let requests = world.captured(2, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -229,7 +229,7 @@ async fn upgrade_fallback(
     let finals = json!([one.final_response(), two.final_response()]);
     expect(ctx, "turns.final", json!(["one", "two"]), finals);
     expect(ctx, "turn2.errors", json!([]), json!(errors(&two)));
-    let requests = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    let requests = world.captured(2, Duration::from_secs(2)).await?;
     expect(
         ctx,
         "requests.transport",
@@ -292,7 +292,7 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
         json!([progress(2, 2, WS_CLOSED)]),
         json!(errors(&turn)),
     );
-    let requests = captured_requests(&world, 4, Duration::from_secs(2)).await?;
+    let requests = world.captured(4, Duration::from_secs(2)).await?;
     let asked: Vec<CapturedRequest> = requests.into_iter().filter(|r| !r.auto_warmup).collect();
     let mut want = vec!["GET /v1/responses websocket"; 3];
     want.push("POST /v1/responses http");

@@ -16,7 +16,7 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{captured_requests, expect, expect_status, setup_with};
+use super::{expect, expect_status, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, WorldOptions};
@@ -75,7 +75,7 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
         json!(["partial", "whole"]),
         json!(texts),
     );
-    let frames = captured_requests(&world, 2, Duration::from_secs(2)).await?;
+    let frames = world.captured(2, Duration::from_secs(2)).await?;
     // The turn's frames, without the warm-ups the sidecar answered itself.
     let turn_frames: Vec<&CapturedRequest> = frames.iter().filter(|f| !f.auto_warmup).collect();
     let transport: Vec<CapturedRequest> = turn_frames.iter().map(|f| (*f).clone()).collect();
@@ -179,7 +179,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
-    let requests = captured_requests(&world, 3, Duration::from_secs(2)).await?;
+    let requests = world.captured(3, Duration::from_secs(2)).await?;
     let conns: Vec<Value> = requests
         .iter()
         .filter(|r| !r.auto_warmup)
@@ -234,7 +234,7 @@ async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
         json!("found"),
         json!(turn.final_response()),
     );
-    let requests = captured_requests(&world, 3, Duration::from_secs(2)).await?;
+    let requests = world.captured(3, Duration::from_secs(2)).await?;
     let frames: Vec<Value> = requests
         .iter()
         .filter(|r| !r.auto_warmup)
