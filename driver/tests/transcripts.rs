@@ -128,9 +128,19 @@ async fn golden_transcripts_match_on_the_pinned_version() {
     use codex_parity::drift::golden_transcript::{self, Compared};
     let target = support::pinned_target().await;
     let expectations = codex_parity::harness::expectations::Expectations::current().unwrap();
-    for name in golden_transcript::SCENARIOS {
+    let golden: Vec<&str> = codex_parity::scenarios::registry()
+        .iter()
+        .filter(|s| s.golden.transcript)
+        .map(|s| s.name)
+        .collect();
+    assert!(!golden.is_empty(), "no scenario keeps a golden transcript");
+    for name in golden {
         let ran = run(&target, name).await;
         let record = runner::Record {
+            golden: codex_parity::harness::scenario::GoldenKinds {
+                requests: false,
+                transcript: true,
+            },
             scenario: name,
             id: "",
             label: target.binary.label(),
@@ -168,6 +178,10 @@ async fn real_transcript_diff_between_oldest_and_newest() {
         let target = support::target_of(binary.clone()).await;
         let ran = run(&target, "smoke_uses_mock_responses").await;
         records.push(runner::Record {
+            golden: codex_parity::harness::scenario::GoldenKinds {
+                requests: false,
+                transcript: true,
+            },
             scenario: "smoke_uses_mock_responses",
             id: "A1",
             label: binary.label(),

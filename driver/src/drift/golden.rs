@@ -6,15 +6,15 @@
 //! A golden file holds from its release until the next release that has its own, as a
 //! baseline range does: a release is compared with the golden file of the nearest release
 //! at or below it ([`Expectations::covering`]), so every release since the oldest golden
-//! file is judged, none fails for a missing file. Only scenarios listed in [`SCENARIOS`]
-//! have golden files; they check their requests with [`assert_matches`]:
+//! file is judged, none fails for a missing file. Only scenarios declared with
+//! `.golden_requests()` have golden files; they check their requests with [`assert_matches`]:
 //! - the requests must equal the covering golden file, else the scenario fails with the
 //!   diff and how to bless (a release where codex changed its requests gets a file of its
 //!   own, which then judges the releases after it);
 //! - a release older than every golden file fails, naming the oldest.
 //!
 //! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
-//! files of the listed scenarios that ran to their end on each binary (passed, or differed
+//! files of those scenarios that ran to their end on each binary (passed, or differed
 //! only in drift, listed or not: drift is the baselines' to judge, see
 //! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), into a
 //! checkout's `fixtures/` ([`Expectations::bless_dir`]); a release whose requests equal the
@@ -42,13 +42,6 @@ use crate::harness::scenario::Ctx;
 
 /// The folder of the expectations that holds golden requests.
 pub const KIND: &str = "golden";
-
-/// The scenarios that have golden files (`--bless` writes only these).
-pub const SCENARIOS: &[&str] = &[
-    "request_shape_plain",
-    "request_shape_base_instructions",
-    "request_shape_developer_instructions",
-];
 
 /// Diff lines shown per request in a mismatch.
 const DIFF_LINES: usize = 40;
@@ -184,9 +177,9 @@ pub fn check(
 /// `--bless` it checks nothing: the run rewrites the file.
 pub fn assert_matches(ctx: &Ctx, requests: &[CapturedRequest]) -> anyhow::Result<()> {
     let scenario = ctx.scenario().name;
-    if !SCENARIOS.contains(&scenario) {
+    if !ctx.scenario().golden.requests {
         bail!(
-            "scenario bug: {scenario} is not in golden::SCENARIOS, so --bless would never write its golden file"
+            "scenario bug: {scenario} does not declare .golden_requests(), so --bless would never write its golden file"
         );
     }
     let label = ctx.binary.label();
@@ -274,7 +267,7 @@ impl std::fmt::Display for BlessOutcome {
 pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<BlessOutcome> {
     let mut report = Vec::new();
     let there = Expectations::Dir(root.to_path_buf());
-    for r in records.iter().filter(|r| SCENARIOS.contains(&r.scenario)) {
+    for r in records.iter().filter(|r| r.golden.requests) {
         let name = format!("{}[{}]", r.scenario, r.label);
         let skipped = |why: String| BlessOutcome::Skipped {
             name: name.clone(),
@@ -400,37 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn the_repository_golden_files_belong_to_listed_scenarios_and_the_pinned_version_is_covered() {
-        let e = Expectations::Compiled;
-        for version in e.subdirs(KIND).unwrap() {
-            for s in SCENARIOS {
-                if e.read(&format!("{KIND}/{version}/{s}.json"))
-                    .unwrap()
-                    .is_some()
-                {
-                    let (golden, _) = covering(&e, &version, s).unwrap().unwrap();
-                    assert_eq!(golden.codex, version);
-                }
-            }
-        }
-        for file in crate::harness::expectations::compiled_files() {
-            if let Some(rest) = file.strip_prefix("golden/") {
-                let scenario = rest.rsplit('/').next().unwrap().trim_end_matches(".json");
-                assert!(SCENARIOS.contains(&scenario), "{file}");
-            }
-        }
-        let set = crate::codex::versions::load().unwrap();
-        for version in set.compare.iter().chain([&set.pinned]) {
-            for s in SCENARIOS {
-                assert!(
-                    covering(&e, version, s).unwrap().is_some(),
-                    "no golden file for {s} covers {version}"
-                );
-            }
-        }
-    }
-
-    #[test]
     fn files_that_describe_something_else_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let e = Expectations::Dir(dir.path().to_path_buf());
@@ -456,6 +418,11 @@ mod tests {
         }))
         .unwrap();
         let record = |scenario: &'static str, outcome: Outcome| Record {
+            // Only the request-shape scenarios declare golden requests.
+            golden: crate::harness::scenario::GoldenKinds {
+                requests: scenario.starts_with("request_shape"),
+                transcript: false,
+            },
             scenario,
             id: "E1",
             label: binary.label(),

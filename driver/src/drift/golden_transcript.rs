@@ -4,7 +4,7 @@
 //! `fixtures/golden-transcripts/VERSION/SCENARIO.json` (the document of
 //! [`crate::drift::transcript::document`]).
 //!
-//! After a run, each listed scenario is compared with the golden file that covers its
+//! After a run, each scenario declared with `.golden_transcript()` is compared with the golden file that covers its
 //! release (that of the nearest release at or below it: a file holds until the next release
 //! that has its own, see [`crate::harness::expectations`]) by
 //! [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and their JSON
@@ -26,16 +26,6 @@ use crate::harness::runner::Record;
 
 /// The folder of the expectations that holds golden transcripts.
 pub const KIND: &str = "golden-transcripts";
-
-/// The scenarios that have golden transcripts.
-pub const SCENARIOS: &[&str] = &[
-    "smoke_uses_mock_responses",
-    "streaming_deltas",
-    "dynamic_tool_round_trip",
-    "goal_set_get_clear_round_trip",
-    "file_change_add_reported",
-    "approval_file_change_decline",
-];
 
 /// `root/golden-transcripts/VERSION/SCENARIO.json`, for an expectations directory `root`.
 pub fn path(root: &Path, version: &str, scenario: &str) -> PathBuf {
@@ -59,7 +49,7 @@ pub enum Compared {
 /// Whether a record is one a golden transcript is kept for: a listed scenario that ran to
 /// its end ([`Record::ran_to_end`]: drift, listed or not, is the baselines' to judge).
 fn golden_worthy(record: &Record) -> bool {
-    SCENARIOS.contains(&record.scenario) && !record.transcripts.is_empty() && record.ran_to_end()
+    record.golden.transcript && !record.transcripts.is_empty() && record.ran_to_end()
 }
 
 fn version_of(record: &Record) -> &str {
@@ -191,6 +181,10 @@ mod tests {
             json!({"turn": {"status": status}}),
         );
         Record {
+            golden: crate::harness::scenario::GoldenKinds {
+                requests: false,
+                transcript: true,
+            },
             scenario: "streaming_deltas",
             id: "A2",
             label: "codex-0.171.0".into(),
@@ -207,29 +201,6 @@ mod tests {
             checked: None,
             drift: Vec::new(),
             failure: None,
-        }
-    }
-
-    #[test]
-    fn the_repository_golden_transcripts_are_listed_and_the_comparison_set_is_covered() {
-        let e = Expectations::Compiled;
-        for file in crate::harness::expectations::compiled_files() {
-            let Some(rest) = file.strip_prefix("golden-transcripts/") else {
-                continue;
-            };
-            let scenario = rest.rsplit('/').next().unwrap().trim_end_matches(".json");
-            assert!(SCENARIOS.contains(&scenario), "{file}");
-            let doc: Value = serde_json::from_str(&e.read(file).unwrap().unwrap()).unwrap();
-            assert_eq!(doc["scenario"], scenario, "{file}");
-        }
-        let set = crate::codex::versions::load().unwrap();
-        for version in set.compare.iter().chain([&set.pinned]) {
-            for s in SCENARIOS {
-                assert!(
-                    e.covering(KIND, s, version).unwrap().is_some(),
-                    "no golden transcript {s} covers {version}"
-                );
-            }
         }
     }
 
@@ -269,6 +240,7 @@ mod tests {
         assert!(text.contains("--bless --filter streaming_deltas"), "{text}");
         let mut unlisted = record("completed");
         unlisted.scenario = "other";
+        unlisted.golden = crate::harness::scenario::GoldenKinds::default();
         assert_eq!(compare(&e, &unlisted).unwrap(), None);
         // A later release is judged by 0.171.0's file, and needs none of its own while its
         // transcript keeps that shape.

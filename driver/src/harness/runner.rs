@@ -19,7 +19,7 @@ use crate::harness::baseline::{Baseline, Baselines};
 use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
-use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::scenario::{Ctx, GoldenKinds, Scenario};
 use crate::harness::shard::Shard;
 use crate::harness::tally::{Connection, Tally};
 use crate::harness::world::{Settings, Transport};
@@ -225,6 +225,8 @@ pub struct Record {
     pub drift: Vec<Drift>,
     /// Why it failed, before the baseline judged its drift (see [`Ran::failure`]).
     pub failure: Option<String>,
+    /// The golden expectations the scenario keeps.
+    pub golden: GoldenKinds,
 }
 
 impl Record {
@@ -251,6 +253,7 @@ impl Record {
             checked: None,
             drift: Vec::new(),
             failure: None,
+            golden: scenario.golden,
         }
     }
 }

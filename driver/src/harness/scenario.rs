@@ -46,6 +46,21 @@ pub struct Scenario {
     /// own choice; `WebSocket` makes all of them offer the Responses WebSocket (a twin of an
     /// HTTP scenario, see [`Scenario::over_websocket`]).
     pub transport: Transport,
+    /// The golden expectations it keeps, declared with the scenario.
+    pub golden: GoldenKinds,
+}
+
+/// Which golden expectations a scenario keeps: its normalised model requests
+/// (`crate::drift::golden`), the shape of what codex sent its client
+/// (`crate::drift::golden_transcript`). Declared with [`Scenario::golden_requests`] and
+/// [`Scenario::golden_transcript`] where the scenario is declared; nothing lists them
+/// elsewhere.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GoldenKinds {
+    /// Its requests are compared with a golden file.
+    pub requests: bool,
+    /// Its transcript's shape is compared with a golden transcript.
+    pub transcript: bool,
 }
 
 /// Declares a scenario in one expression: `scenario!("name", "A1", "summary", body_fn)`,
@@ -82,18 +97,35 @@ impl Scenario {
             run: Arc::new(run),
             timeout: Duration::from_secs(60),
             transport: Transport::Http,
+            golden: GoldenKinds::default(),
         }
     }
 
     /// The same scenario run with the Responses WebSocket on in every world, under another
-    /// name and id: its twin over the other transport (catalogue F2).
+    /// name and id: its twin over the other transport (catalogue F2), which keeps no golden
+    /// expectation of its own.
     pub fn over_websocket(self, name: &'static str, id: &'static str) -> Scenario {
         Scenario {
             name,
             id,
             transport: Transport::WebSocket,
+            golden: GoldenKinds::default(),
             ..self
         }
+    }
+
+    /// The same scenario with its requests compared with a golden file (its body calls
+    /// `crate::drift::golden::assert_matches`).
+    pub fn golden_requests(mut self) -> Scenario {
+        self.golden.requests = true;
+        self
+    }
+
+    /// The same scenario with its transcript compared with a golden transcript after the
+    /// run.
+    pub fn golden_transcript(mut self) -> Scenario {
+        self.golden.transcript = true;
+        self
     }
 
     /// The same scenario with a capability requirement (replacing any earlier one).

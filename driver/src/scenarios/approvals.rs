@@ -62,6 +62,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "a declined file change approval leaves the workspace alone",
             file_approval(Decision::Decline)
         )
+        .golden_transcript()
         .applies(|caps| caps.needs_server_request(FILE_APPROVAL)),
     ]
 }

@@ -32,13 +32,15 @@ pub fn scenarios() -> Vec<Scenario> {
             "A1",
             "a turn reaches the mock and its answer comes back",
             smoke
-        ),
+        )
+        .golden_transcript(),
         scenario!(
             "streaming_deltas",
             "A2",
             "streamed deltas arrive in order, the final text once",
             streaming
-        ),
+        )
+        .golden_transcript(),
         scenario!(
             "usage_and_model_override_cross_boundary",
             "A3",
@@ -82,6 +84,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "a dynamic tool call goes to the client and back",
             dynamic_tool
         )
+        .golden_transcript()
         .applies(Capabilities::needs_dynamic_tools),
     ]
 }

@@ -35,7 +35,8 @@ pub fn scenarios() -> Vec<Scenario> {
             "D1",
             "a file created through apply_patch is reported as add and exists",
             single_edit(Change::Add)
-        ),
+        )
+        .golden_transcript(),
         scenario!(
             "file_change_update_reported",
             "D2",

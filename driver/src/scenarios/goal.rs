@@ -28,6 +28,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "set, pause, resume, get, clear twice",
             round_trip
         )
+        .golden_transcript()
         .applies(Capabilities::needs_goals),
         scenario!(
             "goal_set_preserves_null_token_budget",

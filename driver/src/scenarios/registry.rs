@@ -44,10 +44,12 @@ pub fn registry() -> Vec<Scenario> {
 mod tests {
     use super::*;
     use crate::codex::binaries::CodexBinary;
-    use crate::drift::golden;
+    use crate::drift::{golden, golden_transcript};
     use crate::harness::baseline::Baselines;
+    use crate::harness::expectations::Expectations;
     use crate::harness::scenario::test_name;
     use crate::harness::shard::Shard;
+    use crate::harness::world::Transport;
 
     fn names() -> Vec<&'static str> {
         registry().iter().map(|s| s.name).collect()
@@ -82,12 +84,59 @@ mod tests {
         assert_eq!(test_name(s, &b), format!("{}[codex-0.171.0]", s.name));
     }
 
+    /// The scenarios that declare golden expectations of `kind`.
+    fn golden_ones(requests: bool) -> Vec<&'static str> {
+        registry()
+            .iter()
+            .filter(|s| {
+                if requests {
+                    s.golden.requests
+                } else {
+                    s.golden.transcript
+                }
+            })
+            .map(|s| s.name)
+            .collect()
+    }
+
     #[test]
-    fn golden_scenarios_are_registered() {
-        let names = names();
-        for s in golden::SCENARIOS {
-            assert!(names.contains(s), "{s} is not a registered scenario");
+    fn every_golden_file_belongs_to_a_scenario_that_declares_it_and_the_comparison_set_is_covered()
+    {
+        let e = Expectations::Compiled;
+        for (kind, requests) in [(golden::KIND, true), (golden_transcript::KIND, false)] {
+            let declared = golden_ones(requests);
+            assert!(!declared.is_empty(), "no scenario declares {kind}");
+            for file in crate::harness::expectations::compiled_files() {
+                let Some(rest) = file.strip_prefix(&format!("{kind}/")) else {
+                    continue;
+                };
+                let scenario = rest.rsplit('/').next().unwrap().trim_end_matches(".json");
+                assert!(
+                    declared.contains(&scenario),
+                    "{file}: no scenario declares it"
+                );
+                let doc: serde_json::Value =
+                    serde_json::from_str(&e.read(file).unwrap().unwrap()).unwrap();
+                assert_eq!(doc["scenario"], scenario, "{file}");
+                let version = rest.split('/').next().unwrap();
+                assert_eq!(doc["codex"], version, "{file}");
+            }
+            let set = crate::codex::versions::load().unwrap();
+            for version in set.compare.iter().chain([&set.pinned]) {
+                for s in &declared {
+                    assert!(
+                        e.covering(kind, s, version).unwrap().is_some(),
+                        "no {kind} file of {s} covers {version}"
+                    );
+                }
+            }
         }
+        // A WebSocket twin keeps no golden expectation of its own.
+        assert!(
+            registry()
+                .iter()
+                .all(|s| s.transport == Transport::Http || s.golden == Default::default())
+        );
     }
 
     #[test]

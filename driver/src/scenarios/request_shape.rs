@@ -38,13 +38,15 @@ pub fn scenarios() -> Vec<Scenario> {
             "E1",
             "a plain turn's headers and body flags; the request equals the golden file",
             plain
-        ),
+        )
+        .golden_requests(),
         scenario!(
             "request_shape_base_instructions",
             "E1",
             "baseInstructions replace codex's base prompt in the request",
             base_instructions
         )
+        .golden_requests()
         .applies(|caps| caps.needs_thread_field("baseInstructions")),
         scenario!(
             "request_shape_developer_instructions",
@@ -52,6 +54,7 @@ pub fn scenarios() -> Vec<Scenario> {
             "developerInstructions arrive in a developer message",
             developer_instructions
         )
+        .golden_requests()
         .applies(|caps| caps.needs_thread_field("developerInstructions")),
     ]
 }
