@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::codex::binaries::CodexBinary;
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::{Outcome, OutcomeKind};
 use crate::harness::world::{Settings, World, WorldOptions};
 use crate::plan::Plan;
 
@@ -71,8 +71,8 @@ pub struct SuiteRun {
     pub cpu: Option<Duration>,
     /// Scenario runs that ran (not applicable ones left out).
     pub ran: usize,
-    /// Runs per outcome word (`pass`, `drift`, `FAIL`, `n/a`).
-    pub counts: Vec<(&'static str, usize)>,
+    /// Runs per outcome kind.
+    pub counts: Vec<(OutcomeKind, usize)>,
 }
 
 /// Runs `plan` quietly (no sink); returns the wall time.
@@ -88,9 +88,9 @@ pub async fn suite(plan: &Plan) -> SuiteRun {
     let cpu = cpu::CpuTimes::now()
         .zip(cpu_before)
         .map(|(after, before)| after.since(&before).total());
-    let counts = ["pass", "drift", "FAIL", "n/a"]
+    let counts = OutcomeKind::ALL
         .into_iter()
-        .map(|w| (w, records.iter().filter(|r| r.outcome.word() == w).count()))
+        .map(|k| (k, records.iter().filter(|r| r.outcome.kind() == k).count()))
         .collect();
     for r in &records {
         if let Outcome::Failed(reason) = &r.outcome {

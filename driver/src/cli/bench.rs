@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use codex_parity::bench;
 use codex_parity::codex::binaries::CodexBinary;
+use codex_parity::harness::outcome::OutcomeKind;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::Settings;
 use codex_parity::plan::{Options, Plan};
@@ -168,7 +169,11 @@ async fn suite(
     let mut passed = true;
     for set in runs {
         let r = bench::suite(&set).await;
-        let counts: Vec<String> = r.counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+        let counts: Vec<String> = r
+            .counts
+            .iter()
+            .map(|(k, n)| format!("{n} {}", k.word()))
+            .collect();
         println!(
             "suite on {} ({scenarios} scenarios, --jobs {jobs}): {:.1} s ({})",
             r.labels.join(" + "),
@@ -188,7 +193,10 @@ async fn suite(
                 limit.as_secs_f64(),
             );
         }
-        passed &= !r.counts.iter().any(|(w, n)| *w == "FAIL" && *n > 0);
+        passed &= !r
+            .counts
+            .iter()
+            .any(|(k, n)| *k == OutcomeKind::Failed && *n > 0);
         if r.labels.len() == 1 {
             single.push(r.wall);
         } else if let Some(first) = single.first() {

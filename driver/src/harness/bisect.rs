@@ -21,8 +21,7 @@ use anyhow::{Result, bail};
 
 pub use crate::codex::install::between;
 
-use crate::harness::outcome::Drift;
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::{Drift, Outcome, OutcomeKind};
 use crate::harness::runner::Ran;
 
 /// What a scenario run did on one release, as bisect compares it: the status and the drift.
@@ -51,15 +50,16 @@ impl Fingerprint {
 
     /// The fingerprint of one run of a scenario (see [`Ran::drift`] and [`Ran::failure`]).
     pub fn of(ran: &Ran) -> Fingerprint {
-        let status = if matches!(ran.outcome, Outcome::NotApplicable(_)) {
-            "n/a"
+        let kind = if matches!(ran.outcome, Outcome::NotApplicable(_)) {
+            OutcomeKind::NotApplicable
         } else if ran.failure.is_some() {
-            "FAIL"
+            OutcomeKind::Failed
         } else if ran.drift.is_empty() {
-            "pass"
+            OutcomeKind::Passed
         } else {
-            "drift"
+            OutcomeKind::Drift
         };
+        let status = kind.word();
         Fingerprint::new(status, &ran.drift)
     }
 

@@ -25,16 +25,20 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The matrix word: `pass`, `drift` (as the baseline expects), `CONTRA` (listed drift
-    /// that contradicts the headline claim), `FAIL` or `n/a`.
-    pub fn word(&self) -> &'static str {
+    /// Its kind, without what there is to say.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Passed => "pass",
-            Outcome::Drift(_) => "drift",
-            Outcome::Contradicts(_) => "CONTRA",
-            Outcome::Failed(_) => "FAIL",
-            Outcome::NotApplicable(_) => "n/a",
+            Outcome::Passed => OutcomeKind::Passed,
+            Outcome::Drift(_) => OutcomeKind::Drift,
+            Outcome::Contradicts(_) => OutcomeKind::Contradicts,
+            Outcome::Failed(_) => OutcomeKind::Failed,
+            Outcome::NotApplicable(_) => OutcomeKind::NotApplicable,
         }
+    }
+
+    /// The matrix word of its kind (see [`OutcomeKind::word`]).
+    pub fn word(&self) -> &'static str {
+        self.kind().word()
     }
 
     /// What there is to say beyond the word: the reason (failed, not applicable) or the
@@ -60,6 +64,70 @@ impl Outcome {
     /// Each listed drift as its line of text (see [`KnownDrift`]'s `Display`).
     pub fn lines(known: &[KnownDrift]) -> Vec<String> {
         known.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The kind of an [`Outcome`], and every way it is spelled: the matrix word, the name in
+/// `results.json` and JUnit, the class in HTML (and the anchors of its sections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// Every assertion held.
+    Passed,
+    /// Listed drift in a detail.
+    Drift,
+    /// Listed drift that contradicts the headline claim.
+    Contradicts,
+    /// Something did not hold.
+    Failed,
+    /// The binary cannot do what the scenario needs.
+    NotApplicable,
+}
+
+impl OutcomeKind {
+    /// Every kind, in the order the matrix counts them.
+    pub const ALL: [OutcomeKind; 5] = [
+        OutcomeKind::Passed,
+        OutcomeKind::Drift,
+        OutcomeKind::Contradicts,
+        OutcomeKind::Failed,
+        OutcomeKind::NotApplicable,
+    ];
+
+    /// The matrix word: `pass`, `drift` (as the baseline expects), `CONTRA` (listed drift
+    /// that contradicts the headline claim), `FAIL` or `n/a`.
+    pub fn word(self) -> &'static str {
+        match self {
+            OutcomeKind::Passed => "pass",
+            OutcomeKind::Drift => "drift",
+            OutcomeKind::Contradicts => "CONTRA",
+            OutcomeKind::Failed => "FAIL",
+            OutcomeKind::NotApplicable => "n/a",
+        }
+    }
+
+    /// The name in `results.json` (`status`) and JUnit (`parity.status`): `passed`,
+    /// `drift`, `contradicts`, `failed`, `not_applicable`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutcomeKind::Passed => "passed",
+            OutcomeKind::Drift => "drift",
+            OutcomeKind::Contradicts => "contradicts",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::NotApplicable => "not_applicable",
+        }
+    }
+
+    /// The HTML class of a cell and the prefix of its item's anchor: `pass`, `drift`,
+    /// `contra`, `fail`, `na`.
+    pub fn class(self) -> &'static str {
+        match self {
+            OutcomeKind::Passed => "pass",
+            OutcomeKind::Drift => "drift",
+            OutcomeKind::Contradicts => "contra",
+            OutcomeKind::Failed => "fail",
+            OutcomeKind::NotApplicable => "na",
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use super::escape;
 use super::matrix::Matrix;
 use super::sections::{Section, anchor};
-use crate::harness::outcome::Outcome;
+use crate::harness::outcome::OutcomeKind;
 
 const STYLE: &str = "
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1d1d1f; }
@@ -75,22 +75,19 @@ pub fn render(matrix: &Matrix, sections: &[Section]) -> String {
         );
     }
     out.push_str(".</p>\n<p class=\"legend\">");
-    for (class, word, what) in [
-        ("pass", "pass", "behaves as the catalogue says"),
-        (
-            "drift",
-            "drift",
-            "differs in a detail as this version's baseline expects",
-        ),
-        (
-            "contra",
-            "CONTRA",
-            "differs as the baseline expects, and the difference contradicts the scenario's claim",
-        ),
-        ("fail", "FAIL", "does not behave as expected"),
-        ("na", "n/a", "the binary cannot run it"),
-        ("missing", "–", "no result"),
-    ] {
+    let legend = OutcomeKind::ALL.iter().map(|k| {
+        let what = match k {
+            OutcomeKind::Passed => "behaves as the catalogue says",
+            OutcomeKind::Drift => "differs in a detail as this version's baseline expects",
+            OutcomeKind::Contradicts => {
+                "differs as the baseline expects, and the difference contradicts the scenario's claim"
+            }
+            OutcomeKind::Failed => "does not behave as expected",
+            OutcomeKind::NotApplicable => "the binary cannot run it",
+        };
+        (k.class(), k.word(), what)
+    });
+    for (class, word, what) in legend.chain([("missing", "–", "no result")]) {
         let _ = write!(
             out,
             "<span class=\"key {class}\" title=\"{what}\">{word}</span>"
@@ -136,13 +133,9 @@ fn grid(out: &mut String, matrix: &Matrix) {
             escape(&row.id)
         );
         for (column, cell) in matrix.columns.iter().zip(cells) {
-            let (class, word) = match cell.map(|e| &e.outcome) {
+            let (class, word) = match cell.map(|e| e.outcome.kind()) {
                 None => ("missing", "–"),
-                Some(Outcome::Passed) => ("pass", "pass"),
-                Some(Outcome::Drift(_)) => ("drift", "drift"),
-                Some(Outcome::Contradicts(_)) => ("contra", "CONTRA"),
-                Some(Outcome::Failed(_)) => ("fail", "FAIL"),
-                Some(Outcome::NotApplicable(_)) => ("na", "n/a"),
+                Some(kind) => (kind.class(), kind.word()),
             };
             let title = match cell {
                 None => "no result".to_string(),
@@ -209,6 +202,7 @@ fn section(out: &mut String, s: &Section) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::outcome::Outcome;
     use crate::report::matrix::tests::sample;
     use crate::report::sections::{Item, standard};
 

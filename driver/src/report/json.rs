@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use super::matrix::{Column, Entry, Matrix, Row};
 use crate::harness::conformance::Checked;
 use crate::harness::outcome::Drift;
-use crate::harness::outcome::{KnownDrift, Outcome};
+use crate::harness::outcome::{KnownDrift, Outcome, OutcomeKind};
 use crate::harness::shard::Shard;
 
 /// The version of the file's shape.
@@ -70,23 +70,13 @@ struct RowJson {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Status {
-    Passed,
-    Drift,
-    Contradicts,
-    Failed,
-    NotApplicable,
-}
-
-#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ResultJson {
     scenario: String,
     id: String,
     codex: String,
     codex_version: String,
-    status: Status,
+    status: OutcomeKind,
     duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
@@ -133,12 +123,10 @@ pub fn render(matrix: &Matrix) -> String {
 }
 
 fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
-    let (status, reason) = match &e.outcome {
-        Outcome::Passed => (Status::Passed, None),
-        Outcome::Drift(_) => (Status::Drift, None),
-        Outcome::Contradicts(_) => (Status::Contradicts, None),
-        Outcome::Failed(r) => (Status::Failed, Some(r.clone())),
-        Outcome::NotApplicable(r) => (Status::NotApplicable, Some(r.clone())),
+    let status = e.outcome.kind();
+    let reason = match &e.outcome {
+        Outcome::Failed(r) | Outcome::NotApplicable(r) => Some(r.clone()),
+        _ => None,
     };
     // Text for readers, not terminals: no colour codes from a codex stderr tail.
     let clean = |lines: Vec<String>| lines.iter().map(|l| super::strip_escapes(l)).collect();
@@ -203,11 +191,11 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
         );
         let reason = || r.reason.clone().unwrap_or_default();
         let outcome = match r.status {
-            Status::Passed => Outcome::Passed,
-            Status::Drift => Outcome::Drift(r.known.clone()),
-            Status::Contradicts => Outcome::Contradicts(r.known.clone()),
-            Status::Failed => Outcome::Failed(reason()),
-            Status::NotApplicable => Outcome::NotApplicable(reason()),
+            OutcomeKind::Passed => Outcome::Passed,
+            OutcomeKind::Drift => Outcome::Drift(r.known.clone()),
+            OutcomeKind::Contradicts => Outcome::Contradicts(r.known.clone()),
+            OutcomeKind::Failed => Outcome::Failed(reason()),
+            OutcomeKind::NotApplicable => Outcome::NotApplicable(reason()),
         };
         entries.push(Entry {
             scenario: r.scenario,

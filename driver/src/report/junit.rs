@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::matrix::{Entry, Matrix};
 use super::{escape, escape_attr};
-use crate::harness::outcome::{KnownDrift, Outcome};
+use crate::harness::outcome::{KnownDrift, Outcome, OutcomeKind};
 
 /// The matrix as JUnit XML.
 pub fn render(matrix: &Matrix) -> String {
@@ -93,10 +93,10 @@ fn write_case(suites: &mut String, e: &Entry) {
         }
         // Known drift passes (as the baseline expects); a property says which kind,
         // so a CI dashboard can tell drift that contradicts the claim apart.
-        Outcome::Drift(notes) => drift_case(suites, "drift", "known drift", notes),
+        Outcome::Drift(notes) => drift_case(suites, OutcomeKind::Drift, "known drift", notes),
         Outcome::Contradicts(notes) => drift_case(
             suites,
-            "contradicts",
+            OutcomeKind::Contradicts,
             "known drift that contradicts the scenario's headline claim",
             notes,
         ),
@@ -105,7 +105,8 @@ fn write_case(suites: &mut String, e: &Entry) {
 
 /// The end of a passing case with drift: a `parity.status` property (`drift` or
 /// `contradicts`) and the notes in `<system-out>`.
-fn drift_case(suites: &mut String, status: &str, what: &str, known: &[KnownDrift]) {
+fn drift_case(suites: &mut String, kind: OutcomeKind, what: &str, known: &[KnownDrift]) {
+    let status = kind.name();
     let _ = writeln!(
         suites,
         ">\n      <properties><property name=\"parity.status\" value=\"{status}\"/></properties>\n      <system-out>{what} (fixtures/expected/baselines.json):\n{}</system-out>\n    </testcase>",

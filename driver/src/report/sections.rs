@@ -35,13 +35,10 @@ pub struct Item {
 /// The HTML anchor of a cell's item (`None` for a pass): `fail-<scenario>-<label>` and the
 /// like, with every character that is not a letter, digit, `-` or `_` replaced.
 pub fn anchor(entry: &Entry) -> Option<String> {
-    let kind = match entry.outcome {
-        Outcome::Passed => return None,
-        Outcome::Drift(_) => "drift",
-        Outcome::Contradicts(_) => "contra",
-        Outcome::Failed(_) => "fail",
-        Outcome::NotApplicable(_) => "na",
-    };
+    if entry.outcome == Outcome::Passed {
+        return None;
+    }
+    let kind = entry.outcome.kind().class();
     let anchor = format!("{kind}-{}-{}", entry.scenario, entry.codex)
         .chars()
         .map(|c| {
