@@ -67,7 +67,7 @@ pub use mock::{captured, connection, decode, pairing, script, server, timing};
 pub use wire::{bodies, compaction, events, rate_limits, sse, ws_frames};
 
 pub use control::client::{Client, ClientError, Ready, ShutdownReply};
-pub use control::spawn::{Ended, SidecarProcess};
+pub use control::spawn::{Ended, Exit, SidecarProcess, Stderr};
 pub use mock::capture::SELECTED_HEADERS;
 pub use mock::captured::{CapturedRequest, Outcome};
 pub use mock::connection::{ConnectionScript, Handshake, Warmup};

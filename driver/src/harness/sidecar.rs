@@ -1,33 +1,29 @@
-//! The driver's side of the sidecar: spawns a sidecar process and steers it with the
-//! sidecar crate's typed [`Client`] of the JSONL protocol of `sidecar-protocol.md` (enqueue,
-//! requests, status, reset, shutdown). The process is killed when this handle is dropped.
+//! The driver's side of the sidecar: the sidecar crate's one process handle
+//! ([`SidecarProcess`]: spawned in its own process group, stderr kept, exit watched, killed
+//! when dropped) steered with its typed client of the JSONL protocol of
+//! `sidecar-protocol.md` (enqueue, requests, status, reset, shutdown).
 //! A sidecar that dies before it is told to shut down is reported as such, with its exit
 //! status and the tail of its stderr: by the error of the command that got no answer and by
 //! [`SidecarHealth::death`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::protocol::Status;
 use codex_parity_sidecar::{
-    Client, ClientError, ConnectionScript, RequestFilter, Scripted, Warmup,
+    ClientError, ConnectionScript, Exit, RequestFilter, Scripted, SidecarProcess, Stderr, Warmup,
 };
-use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, oneshot, watch};
+use tokio::sync::{Mutex, watch};
 
-use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
+use crate::app_server::child::ChildExit;
 
 /// The environment variable naming the sidecar executable for [`SidecarLauncher::from_env`].
 pub const SIDECAR_ENV: &str = "CODEX_PARITY_SIDECAR";
-
-/// How long the sidecar may take to print its ready line.
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to start a sidecar: a program and the arguments before the sidecar's own.
 #[derive(Debug, Clone)]
@@ -100,11 +96,9 @@ pub struct ShutdownReport {
 
 /// A running sidecar.
 pub struct Sidecar {
-    client: Mutex<Client>,
+    process: Mutex<SidecarProcess>,
     base_url: String,
     health: Arc<SidecarHealth>,
-    /// Sending, or dropping it, kills the process.
-    kill: Option<oneshot::Sender<()>>,
 }
 
 /// Whether a sidecar is alive, how it ended, and whether that was asked for. Shared with
@@ -112,12 +106,12 @@ pub struct Sidecar {
 #[derive(Debug)]
 pub struct SidecarHealth {
     pid: Option<u32>,
-    exit: watch::Receiver<Option<ChildExit>>,
+    exit: watch::Receiver<Option<Exit>>,
     /// Set before the sidecar is told to shut down.
     stopping: AtomicBool,
     /// Set when it ended on its own, not told to and not killed by this handle.
     died: AtomicBool,
-    stderr_tail: Arc<StderrTail>,
+    stderr: Stderr,
 }
 
 impl SidecarHealth {
@@ -128,12 +122,20 @@ impl SidecarHealth {
 
     /// How the process ended, once it has.
     pub fn exit_status(&self) -> Option<ChildExit> {
-        self.exit.borrow().clone()
+        self.exit.borrow().clone().map(child_exit)
+    }
+
+    /// Whether it ended on its own while nobody was stopping it: at the exit (recorded by
+    /// [`watch_death`]) or now, before that record is made.
+    fn died(&self) -> bool {
+        self.died.load(Ordering::SeqCst)
+            || (self.exit.borrow().as_ref().is_some_and(|e| !e.killed)
+                && !self.stopping.load(Ordering::SeqCst))
     }
 
     /// When the sidecar ended without being told to (killed, crashed): what to say about it.
     pub fn death(&self) -> Option<String> {
-        if !self.died.load(Ordering::SeqCst) {
+        if !self.died() {
             return None;
         }
         let status = self
@@ -142,7 +144,7 @@ impl SidecarHealth {
         Some(format!(
             "the sidecar (pid {}) died during the scenario: {status}; its stderr:\n{}",
             self.pid.map_or("?".to_string(), |p| p.to_string()),
-            self.stderr_tail.text()
+            self.stderr.tail(STDERR_LINES)
         ))
     }
 
@@ -154,6 +156,17 @@ impl SidecarHealth {
     }
 }
 
+/// How many lines of its stderr a sidecar's error messages quote.
+const STDERR_LINES: usize = 20;
+
+/// The driver's word for how a process ended.
+fn child_exit(exit: Exit) -> ChildExit {
+    match exit.status {
+        Ok(status) => ChildExit::Exited(status),
+        Err(e) => ChildExit::WaitFailed(e),
+    }
+}
+
 /// Dropping the handle is a deliberate stop (a world torn down on an error path): the
 /// sidecar then exits on its closed stdin, which must not read as a death.
 impl Drop for Sidecar {
@@ -162,73 +175,36 @@ impl Drop for Sidecar {
     }
 }
 
-/// Waits for the sidecar to end, or kills it when asked (or when the handle is dropped),
-/// then publishes the exit status.
-async fn watch_sidecar(
-    mut child: Child,
-    kill: oneshot::Receiver<()>,
-    exit: watch::Sender<Option<ChildExit>>,
-    health: Arc<SidecarHealth>,
-) {
-    let (text, on_its_own) = wait_or_kill(&mut child, kill).await;
-    if on_its_own && !health.stopping.load(Ordering::SeqCst) {
+/// Records a death: the exit of a sidecar that ended on its own while nobody was stopping
+/// it.
+async fn watch_death(mut exit: watch::Receiver<Option<Exit>>, health: Arc<SidecarHealth>) {
+    if let Ok(ended) = exit.wait_for(Option::is_some).await
+        && ended.as_ref().is_some_and(|e| !e.killed)
+        && !health.stopping.load(Ordering::SeqCst)
+    {
         health.died.store(true, Ordering::SeqCst);
     }
-    let _ = exit.send(Some(text));
 }
 
 impl Sidecar {
     /// Starts a sidecar with an empty script and waits for its ready line.
     pub async fn start(launcher: &SidecarLauncher) -> anyhow::Result<Sidecar> {
-        let mut child = Command::new(&launcher.program)
-            .args(&launcher.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+        let process = SidecarProcess::spawn(&launcher.program, &launcher.args)
+            .await
             .with_context(|| format!("starting the sidecar {}", launcher.program.display()))?;
-        let stdin = child.stdin.take().context("sidecar stdin")?;
-        let stdout = child.stdout.take().context("sidecar stdout")?;
-        let stderr = child.stderr.take().context("sidecar stderr")?;
-        // The last lines of the sidecar's stderr (its logs), for error messages.
-        let stderr_tail = Arc::new(StderrTail::new(20));
-        let tail = stderr_tail.clone();
-        tokio::spawn(async move { tail.read(stderr, |_| {}).await });
-        let pid = child.id();
-        let (kill, kill_rx) = oneshot::channel();
-        let (exit_tx, exit) = watch::channel(None);
         let health = Arc::new(SidecarHealth {
-            pid,
-            exit,
+            pid: process.pid(),
+            exit: process.exit_watch(),
             stopping: AtomicBool::new(false),
             died: AtomicBool::new(false),
-            stderr_tail,
+            stderr: process.stderr_handle(),
         });
-        tokio::spawn(watch_sidecar(child, kill_rx, exit_tx, health.clone()));
-        let client = match Client::connect(stdin, stdout, READY_TIMEOUT).await {
-            Ok(client) => client,
-            Err(ClientError::Timeout { .. }) => {
-                bail!("the sidecar printed no ready line within 10 s")
-            }
-            Err(e) if e.is_closed() => {
-                let status = health.wait_exit(Duration::from_secs(1)).await;
-                bail!(
-                    "the sidecar {} exited ({}) before its ready line; its stderr:\n{}",
-                    launcher.program.display(),
-                    status.map_or_else(|| "still running".into(), |s| s.to_string()),
-                    health.stderr_tail.text()
-                );
-            }
-            Err(e) => return Err(e).context("reading the sidecar's ready line"),
-        };
-        let base_url = client.base_url().to_string();
+        tokio::spawn(watch_death(process.exit_watch(), health.clone()));
+        let base_url = process.base_url().to_string();
         Ok(Sidecar {
-            client: Mutex::new(client),
+            process: Mutex::new(process),
             base_url,
             health,
-            kill: Some(kill),
         })
     }
 
@@ -252,7 +228,7 @@ impl Sidecar {
         };
         anyhow::anyhow!(
             "{what} before answering {op}; its stderr:\n{}",
-            self.health.stderr_tail.text()
+            self.health.stderr.tail(STDERR_LINES)
         )
     }
 
@@ -272,7 +248,7 @@ impl Sidecar {
 
     /// Queues scripted responses; returns how many are pending.
     pub async fn enqueue(&self, responses: &[Scripted]) -> anyhow::Result<u64> {
-        let result = self.client.lock().await.enqueue(responses).await;
+        let result = self.process.lock().await.enqueue(responses).await;
         Ok(self.explained(result).await? as u64)
     }
 
@@ -284,7 +260,7 @@ impl Sidecar {
     ) -> anyhow::Result<Vec<CapturedRequest>> {
         let filter = RequestFilter::default();
         let result = self
-            .client
+            .process
             .lock()
             .await
             .wait_for(filter, min, timeout)
@@ -298,19 +274,19 @@ impl Sidecar {
             since: 0,
             all: true,
         };
-        let result = self.client.lock().await.requests(filter).await;
+        let result = self.process.lock().await.requests(filter).await;
         self.explained(result).await
     }
 
     /// The sidecar's counters.
     pub async fn status(&self) -> anyhow::Result<Status> {
-        let result = self.client.lock().await.status().await;
+        let result = self.process.lock().await.status().await;
         self.explained(result).await
     }
 
     /// Empties the script and the captured requests.
     pub async fn reset(&self) -> anyhow::Result<()> {
-        let result = self.client.lock().await.reset().await;
+        let result = self.process.lock().await.reset().await;
         self.explained(result).await
     }
 
@@ -322,7 +298,7 @@ impl Sidecar {
         connections: Vec<ConnectionScript>,
     ) -> anyhow::Result<usize> {
         let result = self
-            .client
+            .process
             .lock()
             .await
             .websocket(warmup, connections)
@@ -332,27 +308,25 @@ impl Sidecar {
 
     /// Opens the gate `gate`; returns how many responses it let go.
     pub async fn release(&self, gate: &str) -> anyhow::Result<usize> {
-        let result = self.client.lock().await.release(gate).await;
+        let result = self.process.lock().await.release(gate).await;
         self.explained(result).await
     }
 
     /// Waits up to `timeout` until a response is held at `gate`; returns how many are held.
     pub async fn wait_gate(&self, gate: &str, timeout: Duration) -> anyhow::Result<usize> {
-        let result = self.client.lock().await.wait_gate(gate, timeout).await;
+        let result = self.process.lock().await.wait_gate(gate, timeout).await;
         self.explained(result).await
     }
 
     /// Asks the sidecar to shut down and waits for it to exit (kills it after 5 s).
     pub async fn shutdown(mut self) -> anyhow::Result<ShutdownReport> {
         self.health.stopping.store(true, Ordering::SeqCst);
-        let result = self.client.get_mut().shutdown().await;
+        let result = self.process.get_mut().client().shutdown().await;
         let reply = self.explained(result).await?;
         let exit_code = match self.health.wait_exit(Duration::from_secs(5)).await {
             Some(status) => status.code(),
             None => {
-                if let Some(kill) = self.kill.take() {
-                    let _ = kill.send(());
-                }
+                self.process.get_mut().kill();
                 None
             }
         };
