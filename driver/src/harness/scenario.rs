@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::app_server::turn::{Turn, TurnStatus};
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::outcome::Drift;
@@ -175,6 +176,22 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Records drift under `key` when `got` is not `want` (the value codex gave is what the
+    /// baseline matches). Unlisted drift fails the scenario, so this is as strict as an
+    /// assert while letting the scenario go on and report every difference.
+    pub fn expect(&self, key: &str, want: serde_json::Value, got: serde_json::Value) {
+        if want != got {
+            let message = format!("{key}: expected {want}, got {got}");
+            self.drift(key, got, message);
+        }
+    }
+
+    /// [`Ctx::expect`] for a turn's status: drift under `key` when `turn` did not end
+    /// `want` (compared and recorded as codex's strings).
+    pub fn expect_status(&self, key: &str, want: TurnStatus, turn: &Turn) {
+        self.expect(key, serde_json::json!(want), serde_json::json!(turn.status));
+    }
+
     /// A context for one run of `scenario`.
     pub fn new(
         scenario: &Scenario,

@@ -242,6 +242,26 @@ impl World {
         Ok(requests)
     }
 
+    /// Exactly `n` model requests were captured (waits briefly for them to arrive).
+    /// Warm-up frames the sidecar answered by itself on a WebSocket are not model requests
+    /// of a turn: they are left out.
+    pub async fn expect_requests(&self, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
+        let wait = Duration::from_millis(2000);
+        let mut requests = self.captured(n, wait).await?;
+        let warmups = requests.iter().filter(|r| r.auto_warmup).count();
+        if warmups > 0 {
+            requests = self.captured(n + warmups, wait).await?;
+            requests.retain(|r| !r.auto_warmup);
+        }
+        if requests.len() != n {
+            bail!(
+                "expected exactly {n} model request(s), the sidecar captured {}",
+                requests.len()
+            );
+        }
+        Ok(requests)
+    }
+
     /// Makes the directories, starts the sidecar and the proxy, writes `config.toml`.
     pub async fn new(
         binary: &CodexBinary,

@@ -10,9 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{
-    apply_patch_exec_call, call_reply, expect_requests, record_requests, recorded, setup_with,
-};
+use super::{record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
@@ -117,10 +115,10 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         ..Default::default()
     };
     let script = vec![
-        call_reply(
+        Scripted::sse(bodies::one_item_reply(
             "resp-1",
             events::exec_command_call("call-ap-1", "touch approved.txt"),
-        ),
+        )),
         Scripted::sse(bodies::assistant_reply("resp-2", "ok")),
     ];
     let (world, app, thread, started) =
@@ -174,7 +172,7 @@ async fn command_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
         ),
     }
     ensure_eq!(turn.final_response(), "ok", "final response");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_command_output(&requests, decision)?;
     world.finish().await
 }
@@ -273,7 +271,10 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
     let patch =
         format!("*** Begin Patch\n*** Add File: {name}\n+written after approval\n*** End Patch");
     let script = vec![
-        call_reply("resp-1", apply_patch_exec_call("call-ap-2", &patch)),
+        Scripted::sse(bodies::one_item_reply(
+            "resp-1",
+            bodies::apply_patch_exec_call("call-ap-2", &patch),
+        )),
         Scripted::sse(bodies::assistant_reply("resp-2", "ok")),
     ];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
@@ -316,7 +317,7 @@ async fn file_approval(ctx: &Ctx, decision: Decision) -> anyhow::Result<()> {
             );
         }
     }
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     requests[1]
         .function_call_output("call-ap-2")
         .context("request 2 has no output for call-ap-2")?;

@@ -23,7 +23,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, compaction, events};
 use serde_json::{Value, json};
 
-use super::{expect, expect_status, record_requests, recorded, setup_with};
+use super::{record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
     MOCK_MODEL, StartedTurn, TURN_TIMEOUT, Turn, TurnOptions, TurnStatus, run_turn, text, wait_turn,
@@ -173,7 +173,7 @@ async fn model_requests(
     need: usize,
 ) -> anyhow::Result<Vec<CapturedRequest>> {
     let requests = world.captured(n, Duration::from_secs(2)).await?;
-    expect(ctx, "requests.count", json!(n), json!(requests.len()));
+    ctx.expect("requests.count", json!(n), json!(requests.len()));
     ensure!(
         requests.len() >= need,
         "expected at least {need} model requests, the sidecar captured {}",
@@ -199,15 +199,9 @@ fn check_summary_request(ctx: &Ctx, r: &CapturedRequest, history: &[&str]) {
     let prompt = last.is_some_and(|i| {
         i["type"] == "message" && i["role"] == "user" && i.to_string().contains(CHECKPOINT_PROMPT)
     });
-    expect(ctx, "summary_request.prompt", json!(true), json!(prompt));
-    expect(
-        ctx,
-        "summary_request.tools",
-        json!([]),
-        r.body["tools"].clone(),
-    );
-    expect(
-        ctx,
+    ctx.expect("summary_request.prompt", json!(true), json!(prompt));
+    ctx.expect("summary_request.tools", json!([]), r.body["tools"].clone());
+    ctx.expect(
         "summary_request.assistant_messages",
         json!(history),
         json!(r.message_input_texts("assistant")),
@@ -222,20 +216,13 @@ fn check_after_summary(ctx: &Ctx, prefix: &str, r: &CapturedRequest, last_user: 
         .message_input_texts("user")
         .iter()
         .any(|t| t.contains(SUMMARY));
-    expect(
-        ctx,
-        &format!("{prefix}.summary"),
-        json!(true),
-        json!(summary),
-    );
-    expect(
-        ctx,
+    ctx.expect(&format!("{prefix}.summary"), json!(true), json!(summary));
+    ctx.expect(
         &format!("{prefix}.assistant_messages"),
         json!([]),
         json!(r.message_input_texts("assistant")),
     );
-    expect(
-        ctx,
+    ctx.expect(
         &format!("{prefix}.previous_response_id"),
         Value::Null,
         r.body["previous_response_id"].clone(),
@@ -246,12 +233,7 @@ fn check_after_summary(ctx: &Ctx, prefix: &str, r: &CapturedRequest, last_user: 
         Some(t) if t.ends_with(last_user) => json!(last_user),
         other => json!(other),
     };
-    expect(
-        ctx,
-        &format!("{prefix}.last_user_text"),
-        json!(last_user),
-        got,
-    );
+    ctx.expect(&format!("{prefix}.last_user_text"), json!(last_user), got);
 }
 
 /// F14: two turns, `thread/compact/start`, a third turn.
@@ -269,18 +251,16 @@ async fn manual_local(ctx: &Ctx) -> anyhow::Result<()> {
     let two = run_turn(&app, &thread, vec![text("question two")], &opts).await?;
     let (result, compacted) = compact(&app, &thread).await?;
     let three = run_turn(&app, &thread, vec![text("after compact")], &opts).await?;
-    expect(ctx, "compact_start.result", json!({}), result);
+    ctx.expect("compact_start.result", json!({}), result);
     let statuses = json!([one.status, two.status, compacted.status, three.status]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.status",
         json!(vec![TurnStatus::Completed; 4]),
         statuses,
     );
     let own = ![&one.id, &two.id, &three.id].contains(&&compacted.id);
-    expect(ctx, "compact_turn.own_turn", json!(true), json!(own));
-    expect(
-        ctx,
+    ctx.expect("compact_turn.own_turn", json!(true), json!(own));
+    ctx.expect(
         "compact_turn.items_started",
         json!(["contextCompaction"]),
         started_items(&compacted),
@@ -290,14 +270,12 @@ async fn manual_local(ctx: &Ctx) -> anyhow::Result<()> {
         .into_iter()
         .map(|p| &p["item"]["type"])
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "compact_turn.items_completed",
         json!(["contextCompaction"]),
         json!(completed),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn3.final",
         json!("answer three"),
         json!(three.final_response()),
@@ -328,27 +306,23 @@ async fn auto_pre_turn(ctx: &Ctx) -> anyhow::Result<()> {
     let one = run_turn(&app, &thread, vec![text("fill the context")], &opts).await?;
     let two = run_turn(&app, &thread, vec![text("next question")], &opts).await?;
     let statuses = json!([one.status, two.status]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.status",
         json!(vec![TurnStatus::Completed; 2]),
         statuses,
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn1.items_started",
         json!(["userMessage", "agentMessage"]),
         started_items(&one),
     );
     // Compaction first, then the turn's own message and answer.
-    expect(
-        ctx,
+    ctx.expect(
         "turn2.items_started",
         json!(["contextCompaction", "userMessage", "agentMessage"]),
         started_items(&two),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn2.final",
         json!("after compaction"),
         json!(two.final_response()),
@@ -356,8 +330,7 @@ async fn auto_pre_turn(ctx: &Ctx) -> anyhow::Result<()> {
     let requests = model_requests(ctx, &world, 3, 3).await?;
     check_summary_request(ctx, &requests[1], &["a long answer"]);
     let new_message = requests[1].body.to_string().contains("next question");
-    expect(
-        ctx,
+    ctx.expect(
         "summary_request.has_new_message",
         json!(false),
         json!(new_message),
@@ -398,22 +371,11 @@ async fn auto_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
     });
     let opts = TurnOptions::default();
     let turn = run_turn(&app, &thread, vec![text("use the tool")], &opts).await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(
-        ctx,
-        "turn.final",
-        json!("done"),
-        json!(turn.final_response()),
-    );
-    expect(
-        ctx,
-        "turn.tool_calls",
-        json!(1),
-        json!(recorded(&calls).len()),
-    );
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect("turn.final", json!("done"), json!(turn.final_response()));
+    ctx.expect("turn.tool_calls", json!(1), json!(recorded(&calls).len()));
     // The call, then compaction, then the follow-up's answer, all in the one turn.
-    expect(
-        ctx,
+    ctx.expect(
         "turn.items_started",
         json!([
             "userMessage",
@@ -428,8 +390,7 @@ async fn auto_mid_turn(ctx: &Ctx) -> anyhow::Result<()> {
     check_summary_request(ctx, summary, &[]);
     let has_both = summary.has_function_call("call-1")
         && summary.function_call_output_text("call-1").as_deref() == Some("ticket T-1 is open");
-    expect(
-        ctx,
+    ctx.expect(
         "summary_request.call_and_output",
         json!(true),
         json!(has_both),
@@ -516,30 +477,28 @@ async fn remote(ctx: &Ctx) -> anyhow::Result<()> {
     let opts = TurnOptions::default();
     let two = run_turn(&app, &thread, vec![text("after compact")], &opts).await?;
     let statuses = json!([one.status, compacted.status, two.status]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.status",
         json!(vec![TurnStatus::Completed; 3]),
         statuses,
     );
-    expect(
-        ctx,
+    ctx.expect(
         "compact_turn.items_started",
         json!(["contextCompaction"]),
         started_items(&compacted),
     );
-    expect(ctx, "compact_turn.errors", json!([]), errors(&compacted));
+    ctx.expect("compact_turn.errors", json!([]), errors(&compacted));
     let posts = compact_posts(&world).await?;
     let requests = match remote {
         Remote::V1 => {
-            expect(ctx, "compact_posts.count", json!(1), json!(posts.len()));
+            ctx.expect("compact_posts.count", json!(1), json!(posts.len()));
             if let Some(post) = posts.first() {
                 check_v1_request(ctx, post);
             }
             model_requests(ctx, &world, 2, 2).await?
         }
         Remote::V2 => {
-            expect(ctx, "compact_posts.count", json!(0), json!(posts.len()));
+            ctx.expect("compact_posts.count", json!(0), json!(posts.len()));
             let requests = model_requests(ctx, &world, 3, 3).await?;
             check_v2_request(ctx, &requests[1]);
             requests
@@ -551,19 +510,18 @@ async fn remote(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// The v1 `POST …/responses/compact` (`transports.md` §3.3): not streamed, the full history.
 fn check_v1_request(ctx: &Ctx, post: &CapturedRequest) {
-    expect(ctx, "v1.stream", Value::Null, post.body["stream"].clone());
+    ctx.expect("v1.stream", Value::Null, post.body["stream"].clone());
     let history = json!([
         post.message_input_texts("user").last(),
         post.message_input_texts("assistant")
     ]);
-    expect(ctx, "v1.history", json!(["hi", ["hello"]]), history);
+    ctx.expect("v1.history", json!(["hi", ["hello"]]), history);
 }
 
 /// The v2 request (`transports.md` §3.4): the full history, then `compaction_trigger` last.
 fn check_v2_request(ctx: &Ctx, r: &CapturedRequest) {
     let last = r.input().ok().and_then(|i| i.last()).cloned();
-    expect(
-        ctx,
+    ctx.expect(
         "v2.last_input",
         json!({"type": "compaction_trigger"}),
         json!(last),
@@ -572,7 +530,7 @@ fn check_v2_request(ctx: &Ctx, r: &CapturedRequest) {
         r.message_input_texts("user").last(),
         r.message_input_texts("assistant")
     ]);
-    expect(ctx, "v2.history", json!(["hi", ["hello"]]), history);
+    ctx.expect("v2.history", json!(["hi", ["hello"]]), history);
 }
 
 /// The turn after a remote compaction carries the compaction item and no assistant message.
@@ -582,20 +540,17 @@ fn check_after_remote(ctx: &Ctx, r: &CapturedRequest) {
         .into_iter()
         .map(|i| &i["encrypted_content"])
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "next_request.compaction_items",
         json!([ENCRYPTED]),
         json!(carried),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "next_request.assistant_messages",
         json!([]),
         json!(r.message_input_texts("assistant")),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "next_request.user_text",
         json!("after compact"),
         json!(r.last_user_text()),
@@ -607,8 +562,7 @@ fn check_after_remote(ctx: &Ctx, r: &CapturedRequest) {
 /// drift.
 async fn remote_wrong_answer(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread, one, remote) = remote_setup(ctx).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "remote.protocol",
         json!(Remote::V2.name()),
         json!(remote.name()),
@@ -621,7 +575,7 @@ async fn remote_wrong_answer(ctx: &Ctx) -> anyhow::Result<()> {
     };
     world.script(vec![answer]).await?;
     let (_, compacted) = compact(&app, &thread).await?;
-    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
+    ctx.expect_status("turn1.status", TurnStatus::Completed, &one);
     let outcome = json!({
         "status": compacted.status,
         "errors": errors(&compacted),
@@ -632,9 +586,8 @@ async fn remote_wrong_answer(ctx: &Ctx) -> anyhow::Result<()> {
         "errors": [{"willRetry": false, "message": V2_WRONG_ANSWER, "codexErrorInfo": "other"}],
         "turn_error": V2_WRONG_ANSWER,
     });
-    expect(ctx, "compact_turn.outcome", want, outcome);
-    expect(
-        ctx,
+    ctx.expect("compact_turn.outcome", want, outcome);
+    ctx.expect(
         "compact_turn.items_started",
         json!(["contextCompaction"]),
         started_items(&compacted),

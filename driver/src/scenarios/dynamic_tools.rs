@@ -6,7 +6,7 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect_requests, record_requests, recorded, rpc_error, setup_with};
+use super::{record_requests, recorded, rpc_error, setup_with};
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
@@ -104,7 +104,7 @@ fn tool_script(namespace: Option<&str>) -> Vec<Scripted> {
         None => events::function_call("call-1", "lookup", arguments),
     };
     vec![
-        call_reply("resp-1", call),
+        Scripted::sse(bodies::one_item_reply("resp-1", call)),
         Scripted::sse(bodies::assistant_reply("resp-2", "done")),
     ]
 }
@@ -177,7 +177,7 @@ async fn namespaced(ctx: &Ctx) -> anyhow::Result<()> {
         json!("ns"),
         "completed item namespace"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let names = requests[0].tool_names();
     ensure!(
         names.iter().any(|n| n == "ns/lookup"),
@@ -243,7 +243,7 @@ async fn rich_output(ctx: &Ctx) -> anyhow::Result<()> {
     ], "success": true});
     let tools = json!([function("lookup", json!({}))]);
     let (world, _, _) = tool_turn(ctx, tools, None, result).await?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let output = requests[1]
         .function_call_output("call-1")
         .context("request 2 has no output for call-1")?;
@@ -270,7 +270,7 @@ async fn failed_tool(ctx: &Ctx) -> anyhow::Result<()> {
         json!(ItemStatus::Failed),
         "completed item status"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let (content, _) = requests[1]
         .function_call_output_content_and_success("call-1")
         .context("request 2 has no output for call-1")?;
@@ -328,6 +328,6 @@ async fn schema_rejected(ctx: &Ctx) -> anyhow::Result<()> {
             ),
         );
     }
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }

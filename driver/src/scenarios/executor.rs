@@ -11,8 +11,8 @@ use codex_parity_sidecar::events::{self, Phase};
 use serde_json::{Value, json};
 
 use super::{
-    SAMPLE_USAGE, check_identity_headers, check_route, costed_reply, expect, expect_requests,
-    header, record_requests, recorded, setup, setup_with,
+    SAMPLE_USAGE, check_identity_headers, check_route, header, record_requests, recorded, setup,
+    setup_with,
 };
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{
@@ -110,7 +110,7 @@ async fn smoke(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(turn.chunks(), vec!["fixture hello".to_string()], "chunks");
     ensure_eq!(turn.final_response(), "fixture hello", "final response");
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let r = &requests[0];
     check_route(&world, r)?;
     ensure_eq!(r.body["model"], json!(MOCK_MODEL), "body.model");
@@ -175,17 +175,17 @@ async fn streaming(ctx: &Ctx) -> anyhow::Result<()> {
         "chunks"
     );
     ensure_eq!(turn.final_response(), "hello", "final response");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
 async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
-    let script = vec![costed_reply(
+    let script = vec![Scripted::sse(bodies::costed_reply(
         "resp-1",
         "msg-usage",
         "usage applied",
         SAMPLE_USAGE,
-    )];
+    ))];
     let model = "mock-model-override";
     let (thread_params, options) = if on_thread {
         (json!({"model": model}), TurnOptions::default())
@@ -203,7 +203,7 @@ async fn usage_override(ctx: &Ctx, on_thread: bool) -> anyhow::Result<()> {
     let mut turn = run_turn(&app, &thread, vec![text("use override")], &options).await?;
     turn.model = model.into();
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     ensure_eq!(requests[0].body["model"], json!(model), "body.model");
     let usage = turn
         .token_usage()
@@ -271,7 +271,7 @@ async fn phases(
         "chunks"
     );
     ensure_eq!(turn.final_response(), final_response, "final response");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -343,7 +343,7 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
         .map(|s| s.to_string())
         .collect();
     let want: Vec<String> = (1..=5).map(|i| format!("Reconnecting... {i}/5")).collect();
-    expect(ctx, "turn.retry_progress", json!(want), json!(progress));
+    ctx.expect("turn.retry_progress", json!(want), json!(progress));
     for m in turn.notifications("error") {
         if m["willRetry"] == json!(true) {
             ensure!(
@@ -386,7 +386,7 @@ async fn retry_progress(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let requests = world.captured(6, Duration::from_secs(2)).await?;
     let count = requests.iter().filter(|r| !r.auto_warmup).count();
-    expect(ctx, "requests.count", json!(6), json!(count));
+    ctx.expect("requests.count", json!(6), json!(count));
     world.finish().await
 }
 
@@ -434,7 +434,7 @@ async fn dynamic_tool(ctx: &Ctx) -> anyhow::Result<()> {
     check_tool_call(&recorded(&calls), &thread, &turn.id)?;
     check_tool_items(&turn)?;
     ensure_eq!(turn.final_response(), "42", "final response");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_tool_requests(&requests, &schema)?;
     world.finish().await
 }

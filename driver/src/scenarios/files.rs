@@ -14,7 +14,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{apply_patch_exec_call, call_reply, expect_requests, random_hex, setup_with};
+use super::{random_hex, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{ItemStatus, Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
@@ -184,7 +184,7 @@ enum Tool {
 impl Tool {
     fn call(self, call_id: &str, patch: &str) -> Value {
         match self {
-            Tool::ExecCommand => apply_patch_exec_call(call_id, patch),
+            Tool::ExecCommand => bodies::apply_patch_exec_call(call_id, patch),
             Tool::ApplyPatch => events::apply_patch_custom_tool_call(call_id, patch),
         }
     }
@@ -252,7 +252,10 @@ struct Report {
 fn edit_script(edit: &Edit, tool: Tool) -> Vec<Scripted> {
     let id = format!("resp-{}", edit.call_id);
     vec![
-        call_reply(&id, tool.call(edit.call_id, &edit.patch())),
+        Scripted::sse(bodies::one_item_reply(
+            &id,
+            tool.call(edit.call_id, &edit.patch()),
+        )),
         Scripted::sse(bodies::assistant_reply(
             &format!("resp-{}-done", edit.call_id),
             edit.reply(),
@@ -414,7 +417,7 @@ async fn single_edit(ctx: &Ctx, change: Change) -> anyhow::Result<()> {
             "not sent"
         }
     ));
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_edit_requests(ctx, &requests, 0, &[edit], tool)?;
     world.finish().await
 }
@@ -434,7 +437,7 @@ async fn patch_tool(ctx: &Ctx) -> anyhow::Result<()> {
     for edit in &edits {
         edit_turn(&world, &app, &thread, &world.workspace, edit, tool).await?;
     }
-    let requests = expect_requests(&world, 6).await?;
+    let requests = world.expect_requests(6).await?;
     check_edit_requests(ctx, &requests, 0, &edits, tool)?;
     world.finish().await
 }
@@ -445,10 +448,10 @@ async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
     let call_id = "call_shell_1";
     world
         .script(vec![
-            call_reply(
+            Scripted::sse(bodies::one_item_reply(
                 "resp-shell",
                 events::exec_command_call(call_id, &format!("printf 'shell wrote this' > {name}")),
-            ),
+            )),
             Scripted::sse(bodies::assistant_reply("resp-shell-done", "Written.")),
         ])
         .await?;
@@ -486,7 +489,7 @@ async fn shell_write(ctx: &Ctx) -> anyhow::Result<()> {
     let content =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     ensure_eq!(content.as_str(), "shell wrote this", "{name} content");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     requests[1]
         .function_call_output(call_id)
         .context("the shell call's output")?;
@@ -517,7 +520,7 @@ async fn git_repository(ctx: &Ctx) -> anyhow::Result<()> {
         }
         reports.push(per_edit);
     }
-    let requests = expect_requests(&world, 12).await?;
+    let requests = world.expect_requests(12).await?;
     check_edit_requests(ctx, &requests, 0, &edits, tool)?;
     check_edit_requests(ctx, &requests, 6, &edits, tool)?;
 

@@ -10,7 +10,7 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, rpc_error, setup_with};
+use super::{rpc_error, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
@@ -206,7 +206,7 @@ async fn end_without_turns(
     wait: Duration,
 ) -> anyhow::Result<()> {
     no_turn_within(app, cursor, wait).await?;
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -392,7 +392,7 @@ async fn get_then_clear_twice(app: &AppServer, thread: &str) -> anyhow::Result<(
 
 /// Reports drift when the continuation's request does not name a goal as its turn trigger.
 async fn check_continuation_trigger(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
-    let requests = expect_requests(world, 5).await?;
+    let requests = world.expect_requests(5).await?;
     // Step 2's settle: its continuation request (after the bootstrap's) says it is a goal's.
     let trigger = requests[1].turn_metadata()?["turn_trigger"].clone();
     if trigger != json!("goal") {
@@ -428,7 +428,7 @@ async fn null_budget(ctx: &Ctx) -> anyhow::Result<()> {
         goal(&got)?.get("tokenBudget").is_some_and(Value::is_null),
         "get: tokenBudget not null: {got}"
     );
-    expect_requests(&world, 3).await?;
+    world.expect_requests(3).await?;
     world.finish().await
 }
 
@@ -532,7 +532,7 @@ async fn stopped_statuses(ctx: &Ctx) -> anyhow::Result<()> {
             "get status"
         );
         no_turn_within(&app, cursor, Duration::from_secs(1)).await?;
-        expect_requests(&world, 1).await?;
+        world.expect_requests(1).await?;
         world
             .finish()
             .await
@@ -561,7 +561,7 @@ async fn goal_first(ctx: &Ctx) -> anyhow::Result<()> {
         json!({"cleared": true}),
         "clear"
     );
-    expect_requests(&world, 0).await?;
+    world.expect_requests(0).await?;
     world.finish().await
 }
 
@@ -589,7 +589,7 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
         m.starts_with("ephemeral thread does not support goals"),
         "set: {m}"
     );
-    expect_requests(&world, 0).await?;
+    world.expect_requests(0).await?;
     world.finish().await
 }
 
@@ -628,7 +628,7 @@ async fn survives_restart(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(g["status"], json!("paused"), "status after restart");
     ensure_eq!(g["tokenBudget"], json!(777), "tokenBudget after restart");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 

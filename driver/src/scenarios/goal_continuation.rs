@@ -13,7 +13,6 @@ use super::goal::{
     await_settle, bootstrap, continuation_started, goal, goal_becomes, no_turn_within,
     script_settle,
 };
-use super::{costed_reply, expect_requests};
 use crate::app_server::turn::TurnStatus;
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
@@ -103,7 +102,7 @@ async fn continuation(ctx: &Ctx) -> anyhow::Result<()> {
         json!("complete"),
         "get status"
     );
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     let r2 = &requests[1];
     let meta = r2.turn_metadata()?;
     if meta["turn_trigger"] != json!("goal") {
@@ -156,12 +155,12 @@ async fn budget_exhaustion(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = bootstrap(ctx).await?;
     let script = (1..=TURNS)
         .map(|n| {
-            costed_reply(
+            Scripted::sse(bodies::costed_reply(
                 &format!("resp-budget-{n}"),
                 &format!("msg-budget-{n}"),
                 "working",
                 USAGE,
-            )
+            ))
         })
         .collect();
     world.script(script).await?;
@@ -185,7 +184,7 @@ async fn budget_exhaustion(ctx: &Ctx) -> anyhow::Result<()> {
     let last = last_goal_update(&app, cursor)?;
     ensure_eq!(last["status"], json!("budgetLimited"), "last goal status");
     ensure_eq!(last["tokensUsed"], json!(87 * TURNS), "last tokensUsed");
-    let requests = expect_requests(&world, TURNS + 1).await?;
+    let requests = world.expect_requests(TURNS + 1).await?;
     for needle in [
         "Tokens used: 87",
         "Token budget: 1000",
@@ -220,12 +219,12 @@ async fn edit_objective(ctx: &Ctx) -> anyhow::Result<()> {
                 events::function_call("call-goal-1", "update_goal", "{\"status\":\"complete\"}"),
                 events::completed_with_usage("resp-goal-1", USAGE),
             ]),
-            costed_reply(
+            Scripted::sse(bodies::costed_reply(
                 "resp-goal-done-1",
                 "msg-goal-done-1",
                 "Goal complete.",
                 USAGE,
-            ),
+            )),
         ])
         .await?;
     let cursor = app.cursor();
@@ -248,7 +247,7 @@ async fn edit_objective(ctx: &Ctx) -> anyhow::Result<()> {
         );
     }
     edit_and_check(&app, &thread, &before, &used).await?;
-    expect_requests(&world, 3).await?;
+    world.expect_requests(3).await?;
     world.finish().await
 }
 
@@ -293,12 +292,12 @@ async fn edit_and_check(
 async fn edit_objective_deterministic(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread) = bootstrap(ctx).await?;
     world
-        .script(vec![costed_reply(
+        .script(vec![Scripted::sse(bodies::costed_reply(
             "resp-work",
             "msg-work",
             "working",
             USAGE,
-        )])
+        ))])
         .await?;
     script_settle(&world, 1).await?;
     let cursor = app.cursor();
@@ -319,7 +318,7 @@ async fn edit_objective_deterministic(ctx: &Ctx) -> anyhow::Result<()> {
         "tokensUsed before the edit"
     );
     edit_and_check(&app, &thread, &before, &json!(87)).await?;
-    expect_requests(&world, 4).await?;
+    world.expect_requests(4).await?;
     world.finish().await
 }
 
@@ -386,7 +385,7 @@ async fn failing_continuation(ctx: &Ctx) -> anyhow::Result<()> {
             json!(status),
             "{code}: get status"
         );
-        expect_requests(&world, 2).await?;
+        world.expect_requests(2).await?;
         world
             .finish()
             .await
@@ -445,7 +444,7 @@ async fn interrupted_continuation(ctx: &Ctx) -> anyhow::Result<()> {
         );
     }
     no_turn_within(&app, done.index + 1, Duration::from_secs(1)).await?;
-    expect_requests(&world, 2).await?;
+    world.expect_requests(2).await?;
     world.finish().await
 }
 
@@ -552,6 +551,6 @@ async fn empty_continuations(ctx: &Ctx) -> anyhow::Result<()> {
         expected.push(json!(TurnStatus::Failed));
     }
     ensure_eq!(statuses, expected, "continuation turn statuses");
-    expect_requests(&world, completed.len() + 1).await?;
+    world.expect_requests(completed.len() + 1).await?;
     world.finish().await
 }

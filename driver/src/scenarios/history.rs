@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect_requests, header, listed_ids, random_hex, rpc_error};
+use super::{header, listed_ids, random_hex, rpc_error};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
     TURN_TIMEOUT, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
@@ -341,7 +341,7 @@ async fn resume_in_new_process(ctx: &Ctx, exclude_turns: bool) -> anyhow::Result
         check_planted_turn(&resumed["thread"]["turns"], &word)?;
     }
     recall(&app, &thread, &word).await?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_recall_request(&requests[1], &word, &thread)?;
     world.finish().await
 }
@@ -364,7 +364,7 @@ async fn fresh_thread(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let turn = run_turn(&app, &fresh, vec![text(RECALL)], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "recall turn status");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure!(
         requests[0].body_contains_text(&word),
         "the source request lacks {word}: the control would prove nothing"
@@ -442,7 +442,7 @@ async fn fork(ctx: &Ctx) -> anyhow::Result<()> {
         "thread/list lacks the source or the fork: {ids:?}"
     );
 
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     fork_requests(&requests, &fork_id, &source, &word)?;
     world.finish().await
 }
@@ -539,7 +539,7 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
     check_resumed_clone(ctx, &resumed, &clone, &home, &target, &word, into_worktree)?;
     recall(&app, &clone.thread_id, &word).await?;
 
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let r = &requests[1];
     check_recall_request(r, &word, &clone.thread_id)?;
     if into_worktree {
@@ -711,7 +711,7 @@ async fn refused(ctx: &Ctx) -> anyhow::Result<()> {
     }
     let written = rollout::rollout_files(&sessions);
     ensure!(written.is_empty(), "refused calls wrote {written:?}");
-    expect_requests(&world, 0).await?;
+    world.expect_requests(0).await?;
     world.finish().await
 }
 
@@ -798,7 +798,7 @@ async fn synthesized(ctx: &Ctx) -> anyhow::Result<()> {
         "thread.turns of a synthesized rollout without event mirrors"
     );
     recall(&app, &with, &word).await?;
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     check_recall_request(&requests[0], &word, &with)?;
     world.finish().await
 }

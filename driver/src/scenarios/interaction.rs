@@ -10,7 +10,7 @@ use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 use tokio::time::error::Elapsed;
 
-use super::{expect_requests, rpc_error, setup};
+use super::{rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::app_server::client::CallError;
 use crate::app_server::message::RpcError;
@@ -163,7 +163,7 @@ async fn check_after_interrupt(world: &World, second: &Turn, turn_id: &str) -> a
         "after interrupt",
         "second turn final response"
     );
-    let requests = expect_requests(world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure_eq!(
         requests[1].last_user_text(),
         Some("second prompt".to_string()),
@@ -201,7 +201,7 @@ async fn steer(ctx: &Ctx) -> anyhow::Result<()> {
         "steered answer",
         "final response of the steered turn"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_steered_requests(&requests, &turn_id)?;
     check_steer_after_end(&app, &thread, &turn_id).await?;
     world.finish().await
@@ -308,7 +308,7 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
         TurnStatus::Completed,
         "localImage turn status"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let last = last_user_message(&requests[0])?;
     ensure!(
         parts_of(&last, "input_text").contains(&"describe this".to_string()),

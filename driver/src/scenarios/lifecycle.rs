@@ -8,7 +8,7 @@ use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::{bodies, events};
 use serde_json::{Value, json};
 
-use super::{expect_requests, rpc_error, setup, setup_with};
+use super::{rpc_error, setup, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::app_server::{AppServer, Inbound};
 use crate::codex::capabilities::Capabilities;
@@ -65,7 +65,7 @@ async fn lifecycle_shape(ctx: &Ctx) -> anyhow::Result<()> {
     check_start_result(ctx, &turn.start_result["turn"])?;
     check_notification_order(ctx, &app, &thread)?;
     check_completed(ctx, &turn.completed)?;
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -219,7 +219,7 @@ async fn empty_last_message(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(turn.final_response(), "", "final response");
     ensure_eq!(turn.chunks(), vec!["First".to_string()], "chunks");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -250,7 +250,7 @@ async fn failed_turn(ctx: &Ctx) -> anyhow::Result<()> {
         "retry progress with retries off: {:?}",
         turn.retry_progress()
     );
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -274,7 +274,7 @@ async fn ephemeral(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fleeting", "final response");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     app.shutdown(Duration::from_secs(3)).await;
     let rollouts = rollout_files(&world.home.join("sessions"));
     ensure!(

@@ -12,7 +12,6 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect, expect_requests};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{
     Turn, TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn,
@@ -211,7 +210,7 @@ async fn offered_namespace(world: &World, app: &AppServer, thread: &str) -> anyh
         .await?;
     let turn = run_turn(app, thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "first turn status");
-    let requests = expect_requests(world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let namespace = mcp_namespace(&requests[0])?;
     namespace["name"]
         .as_str()
@@ -363,10 +362,9 @@ async fn tools_listed(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let namespace = mcp_namespace(&requests[0])?;
-    expect(
-        ctx,
+    ctx.expect(
         "mcp.namespace_name",
         json!("mcp__parity"),
         namespace["name"].clone(),
@@ -443,8 +441,7 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let text_content = json!([{"type": "text", "text": "echo: hello"}]);
     let item = completed_item(&turn)?;
-    expect(
-        ctx,
+    ctx.expect(
         "mcp.completed_item",
         json!({
             "server": "parity", "tool": "echo", "status": "completed",
@@ -454,9 +451,8 @@ async fn round_trip(ctx: &Ctx) -> anyhow::Result<()> {
         }),
         item,
     );
-    let requests = expect_requests(&world, 3).await?;
-    expect(
-        ctx,
+    let requests = world.expect_requests(3).await?;
+    ctx.expect(
         "mcp.output_to_model",
         model_output("echo: hello"),
         output_of(&requests[2], "call-1"),
@@ -480,10 +476,10 @@ async fn call_world(
     let namespace = offered_namespace(&world, &app, &thread).await?;
     world
         .script(vec![
-            call_reply(
+            Scripted::sse(bodies::one_item_reply(
                 "resp-call",
                 events::function_call_with_namespace("call-1", &namespace, "echo", ARGS),
-            ),
+            )),
             Scripted::sse(bodies::assistant_reply("resp-done", "done")),
         ])
         .await?;
@@ -524,16 +520,10 @@ async fn tool_error(ctx: &Ctx) -> anyhow::Result<()> {
         "result": {"content": content, "structuredContent": null, "_meta": null},
         "error": null
     });
-    expect(
-        ctx,
-        "mcp.error_item",
-        want,
-        outcome(&completed_item(&turn)?),
-    );
-    let requests = expect_requests(&world, 3).await?;
+    ctx.expect("mcp.error_item", want, outcome(&completed_item(&turn)?));
+    let requests = world.expect_requests(3).await?;
     let output = output_of(&requests[2], "call-1");
-    expect(
-        ctx,
+    ctx.expect(
         "mcp.error_output_to_model",
         model_output("no echo today"),
         output,
@@ -578,13 +568,12 @@ async fn slow_interrupted(ctx: &Ctx) -> anyhow::Result<()> {
         .iter()
         .map(outcome)
         .collect();
-    expect(ctx, "mcp.interrupted_item", json!([]), json!(items));
+    ctx.expect("mcp.interrupted_item", json!([]), json!(items));
     let next = run_turn(&app, &thread, vec![text("after")], &options).await?;
     ensure_eq!(next.status, TurnStatus::Completed, "next turn status");
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     let output = aborted_output(&output_of(&requests[2], "call-1"));
-    expect(
-        ctx,
+    ctx.expect(
         "mcp.interrupted_output_to_model",
         json!("aborted by user after …"),
         output,
@@ -594,7 +583,7 @@ async fn slow_interrupted(ctx: &Ctx) -> anyhow::Result<()> {
         .filter(|l| l["event"] == "received")
         .filter(|l| l["message"]["method"] == "notifications/cancelled")
         .count();
-    expect(ctx, "mcp.cancel_sent", json!(1), json!(cancelled));
+    ctx.expect("mcp.cancel_sent", json!(1), json!(cancelled));
     finish(world, &files).await
 }
 
@@ -614,7 +603,7 @@ async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fine", "final response");
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let offered = mcp_namespace(&requests[0]).is_ok();
     ensure!(!offered, "the failed server's tools are offered");
     // The error's tail names the transport's failure, which differs by version and by race
@@ -653,7 +642,7 @@ async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
         })
         .collect();
     let want = json!([["parity", {}, true]]);
-    expect(ctx, "mcp.failed_start_list", want, json!(listed));
+    ctx.expect("mcp.failed_start_list", want, json!(listed));
     finish(world, &files).await
 }
 
@@ -687,12 +676,7 @@ async fn status_list(ctx: &Ctx) -> anyhow::Result<()> {
     );
     ensure_eq!(server["authStatus"], json!("unsupported"), "authStatus");
     let info = server["serverInfo"]["name"].clone();
-    expect(
-        ctx,
-        "mcp.status_server_info",
-        json!("codex-parity-mcp"),
-        info,
-    );
+    ctx.expect("mcp.status_server_info", json!("codex-parity-mcp"), info);
     finish(world, &files).await
 }
 
@@ -705,10 +689,10 @@ async fn crash_mid_call(ctx: &Ctx) -> anyhow::Result<()> {
         failed_call("Transport closed"),
         "the crashed call's item"
     );
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     let output = output_of(&requests[2], "call-1");
     let want = model_output(&failure_text("Transport closed"));
-    expect(ctx, "mcp.crash_output_to_model", want, output);
+    ctx.expect("mcp.crash_output_to_model", want, output);
     finish(world, &files).await
 }
 
@@ -718,11 +702,11 @@ async fn malformed(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = call_turn(&app, &thread).await?;
     let item = without_elapsed(outcome(&completed_item(&turn)?));
     let want = failed_call("timed out awaiting tools/call after 5s");
-    expect(ctx, "mcp.malformed_item", want, item);
-    let requests = expect_requests(&world, 3).await?;
+    ctx.expect("mcp.malformed_item", want, item);
+    let requests = world.expect_requests(3).await?;
     let output = without_elapsed(output_of(&requests[2], "call-1"));
     let want = model_output(&failure_text("timed out awaiting tools/call after 5s"));
-    expect(ctx, "mcp.malformed_output_to_model", want, output);
+    ctx.expect("mcp.malformed_output_to_model", want, output);
     finish(world, &files).await
 }
 

@@ -44,41 +44,19 @@ pub mod websocket_faults;
 pub use registry::registry;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use codex_parity_sidecar::Scripted;
 use codex_parity_sidecar::captured::CapturedRequest;
-use codex_parity_sidecar::events::{self, Usage};
+use codex_parity_sidecar::events::Usage;
 
 use crate::app_server::message::RpcError;
-use crate::app_server::turn::{Turn, TurnStatus};
 use crate::app_server::{AppServer, CallError};
 use crate::ensure_eq;
 use crate::harness::scenario::Ctx;
 use crate::harness::world::{MOCK_API_KEY, Transport, World, WorldOptions};
-
-/// Exactly `n` model requests were captured (waits briefly for them to arrive). Warm-up frames
-/// the sidecar answered by itself on a WebSocket are not model requests of a turn: they are
-/// left out.
-pub async fn expect_requests(world: &World, n: usize) -> anyhow::Result<Vec<CapturedRequest>> {
-    let wait = Duration::from_millis(2000);
-    let mut requests = world.captured(n, wait).await?;
-    let warmups = requests.iter().filter(|r| r.auto_warmup).count();
-    if warmups > 0 {
-        requests = world.captured(n + warmups, wait).await?;
-        requests.retain(|r| !r.auto_warmup);
-    }
-    if requests.len() != n {
-        bail!(
-            "expected exactly {n} model request(s), the sidecar captured {}",
-            requests.len()
-        );
-    }
-    Ok(requests)
-}
 
 /// A model request came the way the world's transport sends it: `POST /v1/responses` over
 /// HTTP, or a frame on the `GET /v1/responses` WebSocket.
@@ -91,22 +69,6 @@ pub fn check_route(world: &World, r: &CapturedRequest) -> anyhow::Result<()> {
     ensure_eq!(got, want, "request #{} method and transport", r.index);
     ensure_eq!(r.path.as_str(), "/v1/responses", "path");
     Ok(())
-}
-
-/// Records drift under `key` when `got` is not `want` (the value codex gave is what the
-/// baseline matches). Unlisted drift fails the scenario, so this is as strict as an assert
-/// while letting the scenario go on and report every difference.
-pub fn expect(ctx: &Ctx, key: &str, want: Value, got: Value) {
-    if want != got {
-        let message = format!("{key}: expected {want}, got {got}");
-        ctx.drift(key, got, message);
-    }
-}
-
-/// [`expect`] for a turn's status: drift under `key` when `turn` did not end `want` (compared
-/// and recorded as codex's strings).
-pub fn expect_status(ctx: &Ctx, key: &str, want: TurnStatus, turn: &Turn) {
-    expect(ctx, key, json!(want), json!(turn.status));
 }
 
 /// The header `name` of a captured request, or an error naming it.
@@ -195,22 +157,6 @@ pub fn random_hex(n: usize) -> String {
     id[id.len() - n..].to_string()
 }
 
-/// A reply whose only output is the tool call `call` (an event of
-/// [`codex_parity_sidecar::events`]).
-pub fn call_reply(resp_id: &str, call: Value) -> Scripted {
-    Scripted::sse(vec![
-        events::response_created(resp_id),
-        call,
-        events::completed(resp_id),
-    ])
-}
-
-/// `exec_command` running `apply_patch` with `patch` in a heredoc, which codex intercepts
-/// and applies through its own patch path.
-pub fn apply_patch_exec_call(call_id: &str, patch: &str) -> Value {
-    events::exec_command_call(call_id, &format!("apply_patch <<'EOF'\n{patch}\nEOF\n"))
-}
-
 /// The usage A3 and E7 script: 11 input (3 cached), 7 output (5 reasoning), 18 in all.
 pub const SAMPLE_USAGE: Usage = Usage {
     input: 11,
@@ -219,15 +165,6 @@ pub const SAMPLE_USAGE: Usage = Usage {
     reasoning: 5,
     total: 18,
 };
-
-/// A reply with the one assistant message `text` (item `item_id`) that reports `usage`.
-pub fn costed_reply(resp_id: &str, item_id: &str, text: &str, usage: Usage) -> Scripted {
-    Scripted::sse(vec![
-        events::response_created(resp_id),
-        events::assistant_message(item_id, text),
-        events::completed_with_usage(resp_id, usage),
-    ])
-}
 
 /// The thread ids a `thread/list` result names.
 pub fn listed_ids(list: &Value) -> Vec<String> {

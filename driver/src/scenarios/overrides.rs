@@ -9,7 +9,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect, expect_requests, record_requests, recorded, setup};
+use super::{record_requests, recorded, setup};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
@@ -111,7 +111,7 @@ async fn overrides_and_output_schema(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     completed(&third, "third")?;
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     check_override_requests(ctx, &requests, &sub)?;
     check_settings_read(ctx, &app, &thread, &sub).await?;
     world.finish().await
@@ -149,8 +149,7 @@ fn check_override_requests(
         .iter()
         .map(|r| Ok(r.body_json()?["reasoning"]["effort"].clone()))
         .collect::<anyhow::Result<_>>()?;
-    expect(
-        ctx,
+    ctx.expect(
         "overrides.request_reasoning_effort",
         json!(["high", "high", "high"]),
         json!(efforts),
@@ -181,8 +180,7 @@ async fn check_settings_read(
         .thread_read(thread, json!({}))
         .await
         .context("thread/read")?;
-    expect(
-        ctx,
+    ctx.expect(
         "overrides.thread_read_cwd_is_override",
         json!(true),
         json!(read["thread"]["cwd"] == sub),
@@ -192,7 +190,10 @@ async fn check_settings_read(
 
 /// A reply running `cmd` through `exec_command` as call `call_id`.
 fn exec_reply(resp_id: &str, call_id: &str, cmd: &str) -> Scripted {
-    call_reply(resp_id, events::exec_command_call(call_id, cmd))
+    Scripted::sse(bodies::one_item_reply(
+        resp_id,
+        events::exec_command_call(call_id, cmd),
+    ))
 }
 
 async fn sandbox_and_approval(ctx: &Ctx) -> anyhow::Result<()> {
@@ -227,7 +228,7 @@ async fn sandbox_and_approval(ctx: &Ctx) -> anyhow::Result<()> {
         let turn = run_turn(&app, &thread, vec![text(prompt)], &opts).await?;
         completed(&turn, prompt)?;
     }
-    let requests = expect_requests(&world, 8).await?;
+    let requests = world.expect_requests(8).await?;
     for (index, call) in [(1, "call-ro-1"), (3, "call-ro-2")] {
         let output = requests[index]
             .function_call_output_text(call)

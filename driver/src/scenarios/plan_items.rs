@@ -6,7 +6,7 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect, expect_requests, setup};
+use super::setup;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::codex::capabilities::Capabilities;
 use crate::ensure_eq;
@@ -73,10 +73,10 @@ fn plan_arguments() -> String {
 // notification (listed drift).
 async fn plan_tool(ctx: &Ctx) -> anyhow::Result<()> {
     let script = vec![
-        call_reply(
+        Scripted::sse(bodies::one_item_reply(
             "resp-plan",
             events::function_call("call-plan", "update_plan", &plan_arguments()),
-        ),
+        )),
         Scripted::sse(bodies::assistant_reply("resp-planned", "planned")),
     ];
     let (world, app, thread) = setup(ctx, script).await?;
@@ -89,9 +89,8 @@ async fn plan_tool(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "planned", "final response");
-    let requests = expect_requests(&world, 2).await?;
-    expect(
-        ctx,
+    let requests = world.expect_requests(2).await?;
+    ctx.expect(
         "plan.tool_offered",
         json!(true),
         json!(requests[0].tool_names().iter().any(|n| n == "update_plan")),
@@ -109,16 +108,11 @@ async fn plan_tool(ctx: &Ctx) -> anyhow::Result<()> {
             {"step": "write fix", "status": "inProgress"}
         ]
     }]);
-    expect(ctx, "plan.updated_notifications", want, json!(plans));
+    ctx.expect("plan.updated_notifications", want, json!(plans));
     let output = requests[1]
         .function_call_output_text("call-plan")
         .context("request 2 has no output of call-plan")?;
-    expect(
-        ctx,
-        "plan.tool_output",
-        json!("Plan updated"),
-        json!(output),
-    );
+    ctx.expect("plan.tool_output", json!("Plan updated"), json!(output));
     world.finish().await
 }
 
@@ -159,8 +153,7 @@ async fn proposed_plan(ctx: &Ctx) -> anyhow::Result<()> {
         .and_then(|p| p["item"]["id"].as_str().map(String::from))
         .context("no plan item started")?;
     // 0.131.0 and 0.161.0 name the plan item after the turn; 0.171.0 gives it an id of its own.
-    expect(
-        ctx,
+    ctx.expect(
         "plan_item.id_is_turn_id_plan",
         json!(true),
         json!(plan_id == format!("{}-plan", turn.id)),
@@ -185,7 +178,7 @@ async fn proposed_plan(ctx: &Ctx) -> anyhow::Result<()> {
         .map(|p| json!([p["itemId"], p["delta"]]))
         .collect();
     ensure_eq!(deltas, vec![json!([plan_id, PLAN_BODY])], "item/plan/delta");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -239,7 +232,7 @@ async fn web_search(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     ensure_eq!(next.status, TurnStatus::Completed, "next turn status");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let echoed: Vec<&Value> = requests[1].inputs_of_type("web_search_call");
     let want = json!({
         "type": "web_search_call", "status": "completed",
@@ -293,6 +286,6 @@ async fn command_exec(ctx: &Ctx) -> anyhow::Result<()> {
         turn_events.is_empty(),
         "command/exec started turn events: {turn_events:?}"
     );
-    expect_requests(&world, 0).await?;
+    world.expect_requests(0).await?;
     world.finish().await
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
-use super::{expect_requests, rpc_error, setup};
+use super::{rpc_error, setup};
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{TurnOptions, run_turn, text};
 use crate::app_server::{AppServer, CallError};
@@ -93,7 +93,7 @@ async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
         app.exit_status().is_none(),
         "codex exited after a non-JSON line"
     );
-    expect_requests(&world, 0).await?;
+    world.expect_requests(0).await?;
     world.finish().await
 }
 
@@ -205,7 +205,7 @@ async fn hermetic(ctx: &Ctx) -> anyhow::Result<()> {
         attempts.is_empty(),
         "connection attempts through the proxy: {attempts:?}"
     );
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 

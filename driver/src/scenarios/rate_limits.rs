@@ -14,7 +14,7 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{expect, expect_status, setup_with};
+use super::setup_with;
 use crate::app_server::AppServer;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
@@ -97,20 +97,18 @@ async fn retry_hints(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     let finals = json!([one.final_response(), two.final_response()]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.final",
         json!(["after retry-after", "after the hint"]),
         finals,
     );
-    expect(ctx, "turn1.errors", json!([]), json!(errors(&one)));
+    ctx.expect("turn1.errors", json!([]), json!(errors(&one)));
     let notice = json!([{"willRetry": true, "message": "Reconnecting... 1/1",
         "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": null}},
         "additionalDetails": format!("stream disconnected before completion: {hint}")}]);
-    expect(ctx, "turn2.errors", notice, json!(errors(&two)));
+    ctx.expect("turn2.errors", notice, json!(errors(&two)));
     let requests = world.captured(4, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 4]),
         transports(&requests),
@@ -207,7 +205,7 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
     let (world, app, thread, _) =
         setup_with(ctx, WorldOptions::default(), script, json!({})).await?;
     let (one, got) = rate_limit_turn(&app, &thread, "limits").await?;
-    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
+    ctx.expect_status("turn1.status", TurnStatus::Completed, &one);
     let want = json!({
         "limitId": "codex",
         "limitName": null,
@@ -216,9 +214,9 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
         "credits": {"hasCredits": true, "unlimited": false, "balance": "12.34"},
         "planType": null,
     });
-    expect(ctx, "turn1.rateLimits", want, got);
+    ctx.expect("turn1.rateLimits", want, got);
     let (two, got) = rate_limit_turn(&app, &thread, "no limits").await?;
-    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
+    ctx.expect_status("turn2.status", TurnStatus::Completed, &two);
     let want = json!({
         "limitId": "codex",
         "limitName": null,
@@ -227,10 +225,9 @@ async fn rate_limit_headers(ctx: &Ctx) -> anyhow::Result<()> {
         "credits": null,
         "planType": null,
     });
-    expect(ctx, "turn2.rateLimits", want, got);
+    ctx.expect("turn2.rateLimits", want, got);
     let requests = world.captured(2, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 2]),
         transports(&requests),

@@ -12,7 +12,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::json;
 
-use super::{expect_requests, setup};
+use super::setup;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
@@ -51,7 +51,7 @@ async fn reasoning(ctx: &Ctx) -> anyhow::Result<()> {
     )
     .await?;
     ensure_eq!(next.status, TurnStatus::Completed, "second turn status");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     check_echoed_reasoning(&requests)?;
     world.finish().await
 }

@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{check_identity_headers, expect_requests, header, setup_with};
+use super::{check_identity_headers, header, setup_with};
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::drift::golden;
 use crate::ensure_eq;
@@ -81,7 +81,7 @@ async fn one_turn(
         .as_str()
         .context("turn/started without turn.id")?;
     ensure_eq!(started_turn, turn.id.as_str(), "turn/started turn id");
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let r = &requests[0];
     headers(ctx, r, &thread, started_turn)?;
     body(ctx, r, &thread)?;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect, expect_requests, setup_with};
+use super::setup_with;
 use crate::app_server::AppServer;
 use crate::app_server::client::Inbound;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
@@ -169,7 +169,7 @@ async fn review_uncommitted(ctx: &Ctx) -> anyhow::Result<()> {
     );
     check_items(ctx, &app, cursor)?;
     check_turn_started(ctx, &app, cursor, &review_turn);
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     let r = &requests[0];
     ensure_eq!(
         r.last_user_text().as_deref(),
@@ -185,7 +185,7 @@ async fn review_uncommitted(ctx: &Ctx) -> anyhow::Result<()> {
         .any(|t| t.starts_with("# Review guidelines:"));
     let place = json!({"instructions": in_instructions, "developer": in_developer});
     let want = json!({"instructions": true, "developer": false});
-    expect(ctx, "review.guidelines_place", want, place);
+    ctx.expect("review.guidelines_place", want, place);
     world.finish().await
 }
 
@@ -218,8 +218,7 @@ fn check_items(ctx: &Ctx, app: &AppServer, cursor: usize) -> anyhow::Result<()> 
             .find_map(|m| m.params()["item"]["id"].as_str().map(String::from))
     };
     let same = id_of("enteredReviewMode") == id_of("exitedReviewMode");
-    expect(
-        ctx,
+    ctx.expect(
         "review.exited_item_shares_entered_id",
         json!(false),
         json!(same),
@@ -242,8 +241,7 @@ fn check_turn_started(ctx: &Ctx, app: &AppServer, cursor: usize, review_turn: &s
         })
         .collect();
     let want = json!([{"sameId": true, "rootIsReviewTurn": null}]);
-    expect(
-        ctx,
+    ctx.expect(
         "review.turn_started_names_review_turn",
         want,
         json!(started),
@@ -346,27 +344,24 @@ async fn review_targets(ctx: &Ctx) -> anyhow::Result<()> {
     let (_, commit_label) = run_review(&app, &thread, commit).await?;
     let branch = json!({"type": "baseBranch", "branch": "main"});
     let (_, branch_label) = run_review(&app, &thread, branch).await?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let prompt = |i: usize| {
         requests[i]
             .last_user_text()
             .map(|t| placeholders(&t, &shas))
     };
     let labels = json!([commit_label.map(|l| placeholders(&l, &shas)), branch_label]);
-    expect(
-        ctx,
+    ctx.expect(
         "review.target_labels",
         json!([COMMIT_LABEL, "changes against 'main'"]),
         labels,
     );
-    expect(
-        ctx,
+    ctx.expect(
         "review.commit_prompt",
         json!(COMMIT_PROMPT),
         json!(prompt(0)),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "review.base_branch_prompt",
         json!(BRANCH_PROMPT),
         json!(prompt(1)),
@@ -422,7 +417,7 @@ async fn review_detached(ctx: &Ctx, thread_params: Value) -> anyhow::Result<()> 
         Ok(result) => result,
         Err(e) => {
             let refusal = e.rpc().map(|r| r.message.clone()).context("review/start")?;
-            expect(ctx, "review.detached_refused", Value::Null, json!(refusal));
+            ctx.expect("review.detached_refused", Value::Null, json!(refusal));
             // The refusal leaves the thread usable: a plain turn takes the scripted reply.
             let opts = TurnOptions::default();
             let turn = run_turn(&app, &thread, vec![text("hello")], &opts).await?;
@@ -456,13 +451,12 @@ async fn review_detached(ctx: &Ctx, thread_params: Value) -> anyhow::Result<()> 
         .filter(|m| m.is("deprecationNotice"))
         .map(|m| m.params()["summary"].clone())
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "review.detached_deprecation_notice",
         json!([]),
         json!(notice),
     );
-    let requests = expect_requests(&world, 1).await?;
+    let requests = world.expect_requests(1).await?;
     // The instructions reach the model, and nothing else is asked of it: the first line of
     // each user text after the environment context is the instructions alone.
     let home = world.home.to_string_lossy().to_string();
@@ -481,8 +475,7 @@ async fn review_detached(ctx: &Ctx, thread_params: Value) -> anyhow::Result<()> 
             )
         })
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "review.detached_user_texts",
         json!(["Check the README."]),
         json!(first_lines),
@@ -537,7 +530,7 @@ async fn review_refusals(ctx: &Ctx) -> anyhow::Result<()> {
             format!("thread not found: {UNKNOWN_THREAD}")
         ]
     ]);
-    expect(ctx, "review.refusals", want, json!(got));
-    super::expect_requests(&world, 0).await?;
+    ctx.expect("review.refusals", want, json!(got));
+    world.expect_requests(0).await?;
     world.finish().await
 }

@@ -17,7 +17,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::json;
 
-use super::{expect, expect_status, setup_with};
+use super::setup_with;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{World, WorldOptions};
@@ -92,35 +92,31 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
     ];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let one = run_turn(&app, &thread, vec![text("stall")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn1.status", TurnStatus::Failed, &one);
+    ctx.expect_status("turn1.status", TurnStatus::Failed, &one);
     let terminal = json!({
         "willRetry": false,
         "message": IDLE_SSE,
         "codexErrorInfo": "other",
         "additionalDetails": null,
     });
-    expect(
-        ctx,
+    ctx.expect(
         "turn1.errors",
         json!([progress(1, 1, IDLE_SSE), terminal]),
         json!(errors(&one)),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn1.error.message",
         json!(IDLE_SSE),
         json!(one.error_message()),
     );
     let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
-    expect(
-        ctx,
+    ctx.expect_status("turn2.status", TurnStatus::Completed, &two);
+    ctx.expect(
         "turn2.errors",
         json!([progress(1, 1, IDLE_SSE)]),
         json!(errors(&two)),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn2.final",
         json!("after the stall"),
         json!(two.final_response()),
@@ -133,15 +129,13 @@ async fn http_stall(ctx: &Ctx) -> anyhow::Result<()> {
 /// sooner than the idle timeout.
 async fn stall_requests(ctx: &Ctx, world: &World) -> anyhow::Result<()> {
     let requests = world.captured(4, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 4]),
         transports(&requests),
     );
     let ends: Vec<Option<&str>> = requests.iter().map(|r| r.stream_end.as_deref()).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "requests.stream_end",
         json!([
             "client_closed",
@@ -212,23 +206,20 @@ async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
     };
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(
-        ctx,
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect(
         "turn.errors",
         json!([progress(1, 1, detail)]),
         json!(errors(&turn)),
     );
     let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "turn.agentMessages",
         json!(["partial", "whole"]),
         json!(texts),
     );
     let requests = world.captured(2, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 2]),
         transports(&requests),
@@ -239,8 +230,7 @@ async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
         requests.len()
     );
     let ends: Vec<Option<&str>> = requests.iter().map(|r| r.stream_end.as_deref()).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "requests.stream_end",
         json!(["disconnected", "completed"]),
         json!(ends),
@@ -249,9 +239,9 @@ async fn http_closed(ctx: &Ctx, framing: Framing) -> anyhow::Result<()> {
     let kept = retry.iter().any(|i| {
         i["type"] == "message" && i["role"] == "assistant" && i.to_string().contains("partial")
     });
-    expect(ctx, "retry.keeps_partial_item", json!(true), json!(kept));
+    ctx.expect("retry.keeps_partial_item", json!(true), json!(kept));
     let grew = retry.len() as i64 - first.len() as i64;
-    expect(ctx, "retry.input_growth", json!(1), json!(grew));
+    ctx.expect("retry.input_growth", json!(1), json!(grew));
     world.finish().await
 }
 
@@ -267,18 +257,16 @@ async fn slow_drip(ctx: &Ctx) -> anyhow::Result<()> {
     let script = vec![Scripted::sse(body).gap_ms(400)];
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("drip")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(ctx, "turn.chunks", json!(parts), json!(turn.chunks()));
-    expect(
-        ctx,
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect("turn.chunks", json!(parts), json!(turn.chunks()));
+    ctx.expect(
         "turn.final",
         json!(parts.concat()),
         json!(turn.final_response()),
     );
-    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
+    ctx.expect("turn.errors", json!([]), json!(errors(&turn)));
     let requests = world.captured(1, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(["POST /v1/responses http"]),
         transports(&requests),
@@ -301,8 +289,7 @@ async fn slow_drip(ctx: &Ctx) -> anyhow::Result<()> {
     }
     let span = sent.last().copied().unwrap_or(0.0);
     ensure!(span > IDLE_MS as f64, "the stream lasted {span:.0} ms");
-    expect(
-        ctx,
+    ctx.expect(
         "request.stream_end",
         json!("completed"),
         json!(request.stream_end),

@@ -8,7 +8,7 @@ use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect, expect_requests, listed_ids, rpc_error, setup};
+use super::{listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::ensure_eq;
@@ -134,7 +134,7 @@ async fn unarchive(ctx: &Ctx) -> anyhow::Result<()> {
         .await
         .context("thread/resume after unarchive")?;
     turn_ok(&app, &thread, "what was the word?").await?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure!(
         requests[1]
             .message_input_texts("user")
@@ -192,7 +192,7 @@ async fn delete(ctx: &Ctx) -> anyhow::Result<()> {
         format!("no rollout found for thread id {thread}"),
         "thread/resume error"
     );
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -235,14 +235,14 @@ async fn rollback(ctx: &Ctx) -> anyhow::Result<()> {
                 format!("thread/rollback of 1 turn was refused: {refusal}"),
             );
             turn_ok(&app, &thread, "prompt three").await?;
-            expect_requests(&world, 3).await?;
+            world.expect_requests(3).await?;
             return world.finish().await;
         }
     };
     let turns = result["thread"]["turns"].as_array().map_or(0, Vec::len);
     ensure_eq!(turns, 1, "turns in the rollback result");
     turn_ok(&app, &thread, "prompt three").await?;
-    let requests = expect_requests(&world, 3).await?;
+    let requests = world.expect_requests(3).await?;
     let users = requests[2].message_input_texts("user");
     let assistants = requests[2].message_input_texts("assistant");
     let prompts: Vec<&String> = users.iter().filter(|t| t.starts_with("prompt")).collect();
@@ -335,7 +335,7 @@ async fn list_paging(ctx: &Ctx) -> anyhow::Result<()> {
         ensure_eq!(listed_ids(&got), want, "thread/list {params}");
     }
     check_pages(ctx, &app, &newest_first).await?;
-    expect_requests(&world, 3).await?;
+    world.expect_requests(3).await?;
     world.finish().await
 }
 
@@ -351,8 +351,7 @@ async fn check_pages(ctx: &Ctx, app: &AppServer, newest_first: &[String]) -> any
     let rest = app
         .call("thread/list", json!({"limit": 2, "cursor": cursor}))
         .await?;
-    expect(
-        ctx,
+    ctx.expect(
         "thread_list.second_page",
         json!({"ids": [newest_first[2]], "nextCursor": null}),
         json!({"ids": listed_ids(&rest), "nextCursor": rest["nextCursor"]}),
@@ -405,6 +404,6 @@ async fn loaded_and_metadata(ctx: &Ctx) -> anyhow::Result<()> {
         .await
         .context("thread/read")?;
     ensure_eq!(read["thread"]["gitInfo"], git, "thread/read gitInfo");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }

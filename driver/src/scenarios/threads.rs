@@ -10,7 +10,7 @@ use codex_parity_sidecar::events;
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{SAMPLE_USAGE, costed_reply, expect_requests, header, listed_ids, rpc_error, setup};
+use super::{SAMPLE_USAGE, header, listed_ids, rpc_error, setup};
 use crate::app_server::AppServer;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
@@ -113,7 +113,7 @@ async fn interleaved(ctx: &Ctx) -> anyhow::Result<()> {
             "turn/completed on thread {word}"
         );
     }
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     for (thread, word) in [(&thread_a, "one"), (&thread_b, "two")] {
         let r = requests
             .iter()
@@ -164,7 +164,7 @@ async fn model_list_during_turn(ctx: &Ctx) -> anyhow::Result<()> {
     let turn = wait_turn(&app, started, Duration::from_secs(20)).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "slow", "final response");
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     let fetched: Vec<String> = world
         .sidecar
         .all_requests()
@@ -194,7 +194,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
     name_then_read(&app, &thread, &turn.id).await?;
     archive_then_list(ctx, &app, &thread).await?;
     resume_archived(ctx, &app, &thread).await?;
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 
@@ -309,7 +309,12 @@ fn text_with_element() -> Value {
 }
 
 async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
-    let script = vec![costed_reply("resp-1", "msg-1", "remembered", SAMPLE_USAGE)];
+    let script = vec![Scripted::sse(bodies::costed_reply(
+        "resp-1",
+        "msg-1",
+        "remembered",
+        SAMPLE_USAGE,
+    ))];
     let mut world = ctx.world(WorldOptions::default()).await?;
     world.script(script).await?;
     let first = world.start().await?;
@@ -379,7 +384,7 @@ async fn resume_history(ctx: &Ctx) -> anyhow::Result<()> {
         json!([]),
         "thread.turns with excludeTurns"
     );
-    expect_requests(&world, 1).await?;
+    world.expect_requests(1).await?;
     world.finish().await
 }
 

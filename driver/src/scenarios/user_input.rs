@@ -10,7 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{call_reply, expect_requests, record_requests, recorded, setup};
+use super::{record_requests, recorded, setup};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{
@@ -93,10 +93,10 @@ fn client_questions() -> Value {
 fn script(reply: &str) -> Vec<Scripted> {
     let args = json!({"questions": model_questions()}).to_string();
     vec![
-        call_reply(
+        Scripted::sse(bodies::one_item_reply(
             "resp-ask",
             events::function_call(CALL, "request_user_input", &args),
-        ),
+        )),
         Scripted::sse(bodies::assistant_reply("resp-after", reply)),
     ]
 }
@@ -151,7 +151,7 @@ async fn answered(ctx: &Ctx) -> anyhow::Result<()> {
         ensure_eq!(p["isBlocking"], json!(true), "{ASK} isBlocking");
     }
     check_waiting_then_resolved(&app, &thread)?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure_eq!(
         call_output(&requests[1])?,
         r#"{"answers":{"db_choice":{"answers":["SQLite"]}}}"#,
@@ -201,7 +201,7 @@ async fn declined(ctx: &Ctx) -> anyhow::Result<()> {
     asking_turn(&app, &thread, "no answers then").await?;
     ensure_eq!(recorded(&asked).len(), 1, "{ASK} requests");
     check_waiting_then_resolved(&app, &thread)?;
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure_eq!(
         call_output(&requests[1])?,
         r#"{"answers":{}}"#,
@@ -225,7 +225,7 @@ async fn default_mode(ctx: &Ctx) -> anyhow::Result<()> {
         !app.messages().iter().any(|m| m.is(ASK)),
         "codex asked the client in the default mode"
     );
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     ensure_eq!(
         call_output(&requests[1])?,
         "request_user_input is unavailable in Default mode",
@@ -261,7 +261,7 @@ async fn unanswered(ctx: &Ctx) -> anyhow::Result<()> {
     .context("the unanswered request was never resolved")?;
     let next = run_turn(&app, &thread, vec![text("next")], &TurnOptions::default()).await?;
     ensure_eq!(next.status, TurnStatus::Completed, "next turn status");
-    let requests = expect_requests(&world, 2).await?;
+    let requests = world.expect_requests(2).await?;
     let output = call_output(&requests[1])?;
     ensure!(
         output.starts_with("aborted by user after "),

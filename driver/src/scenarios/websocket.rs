@@ -14,7 +14,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
-use super::{SAMPLE_USAGE, expect, expect_status, record_requests, recorded, setup_with};
+use super::{SAMPLE_USAGE, record_requests, recorded, setup_with};
 use crate::app_server::AppServer;
 use crate::app_server::message::RpcError;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
@@ -110,7 +110,7 @@ fn websocket_turn_script() -> Vec<Scripted> {
     call["item"]["id"] = json!("fc-1");
     vec![
         Scripted::sse(first),
-        super::call_reply("resp-2", call),
+        Scripted::sse(bodies::one_item_reply("resp-2", call)),
         Scripted::sse(bodies::assistant_reply("resp-3", "42")),
     ]
 }
@@ -135,26 +135,11 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
         Ok(json!({"contentItems":[{"type":"inputText","text":"{\"result\": 42}"}],"success":true}))
     });
     let one = run_turn(app, thread, vec![text("hi")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn1.status", TurnStatus::Completed, &one);
-    expect(
-        ctx,
-        "turn1.chunks",
-        json!(["Hel", "lo"]),
-        json!(one.chunks()),
-    );
-    expect(
-        ctx,
-        "turn1.final",
-        json!("Hello"),
-        json!(one.final_response()),
-    );
+    ctx.expect_status("turn1.status", TurnStatus::Completed, &one);
+    ctx.expect("turn1.chunks", json!(["Hel", "lo"]), json!(one.chunks()));
+    ctx.expect("turn1.final", json!("Hello"), json!(one.final_response()));
     let total = one.token_usage().map(|u| u.last.total_tokens);
-    expect(
-        ctx,
-        "turn1.usage.total",
-        json!(SAMPLE_USAGE.total),
-        json!(total),
-    );
+    ctx.expect("turn1.usage.total", json!(SAMPLE_USAGE.total), json!(total));
     let two = run_turn(
         app,
         thread,
@@ -162,16 +147,10 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
         &TurnOptions::default(),
     )
     .await?;
-    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
-    expect(ctx, "turn2.final", json!("42"), json!(two.final_response()));
-    expect(
-        ctx,
-        "turn2.tool_calls",
-        json!(1),
-        json!(recorded(&calls).len()),
-    );
-    expect(
-        ctx,
+    ctx.expect_status("turn2.status", TurnStatus::Completed, &two);
+    ctx.expect("turn2.final", json!("42"), json!(two.final_response()));
+    ctx.expect("turn2.tool_calls", json!(1), json!(recorded(&calls).len()));
+    ctx.expect(
         "errors",
         json!([]),
         json!([errors(&one), errors(&two)].concat()),
@@ -183,23 +162,21 @@ async fn websocket_turns(ctx: &Ctx, app: &AppServer, thread: &str) -> anyhow::Re
 /// and each frame's place (connection, frame number).
 async fn websocket_frames(ctx: &Ctx, world: &World) -> anyhow::Result<Vec<CapturedRequest>> {
     let frames = world.captured(4, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["GET /v1/responses websocket"; 4]),
         transports(&frames),
     );
     let up = upgrades(world).await?;
-    expect(ctx, "upgrades.count", json!(1), json!(up.len()));
+    ctx.expect("upgrades.count", json!(1), json!(up.len()));
     let beta = up.first().and_then(|u| u.all_headers.get("openai-beta"));
     let beta_ok = beta.is_some_and(|b| b.starts_with("responses_websockets="));
-    expect(ctx, "upgrade.openai_beta", json!(true), json!(beta_ok));
+    ctx.expect("upgrade.openai_beta", json!(true), json!(beta_ok));
     let places: Vec<Value> = frames
         .iter()
         .map(|f| json!([f.connection, f.frame]))
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "frames.places",
         json!([[0, 0], [0, 1], [0, 2], [0, 3]]),
         json!(places),
@@ -216,24 +193,17 @@ async fn websocket_frames(ctx: &Ctx, world: &World) -> anyhow::Result<Vec<Captur
 /// and only the new items in each frame.
 fn check_frame_chain(ctx: &Ctx, frames: &[CapturedRequest]) -> anyhow::Result<()> {
     let warm = &frames[0];
-    expect(
-        ctx,
+    ctx.expect(
         "warmup.generate",
         json!(false),
         warm.body["generate"].clone(),
     );
-    expect(
-        ctx,
-        "warmup.auto_answered",
-        json!(true),
-        json!(warm.auto_warmup),
-    );
+    ctx.expect("warmup.auto_answered", json!(true), json!(warm.auto_warmup));
     let prev: Vec<Value> = frames[1..]
         .iter()
         .map(|f| f.body["previous_response_id"].clone())
         .collect();
-    expect(
-        ctx,
+    ctx.expect(
         "frames.previous_response_id",
         json!(["resp_warmup_0_0", "resp-1", "resp-2"]),
         json!(prev),
@@ -242,7 +212,7 @@ fn check_frame_chain(ctx: &Ctx, frames: &[CapturedRequest]) -> anyhow::Result<()
         .iter()
         .filter_map(|f| f.chain_error.as_ref())
         .collect();
-    expect(ctx, "frames.chain_errors", json!([]), json!(chain));
+    ctx.expect("frames.chain_errors", json!([]), json!(chain));
     // Only the new items: the second turn's frame repeats nothing of the first turn, and the
     // tool's follow-up carries only the call's output.
     let turn2 = frames[2].input()?;
@@ -250,12 +220,11 @@ fn check_frame_chain(ctx: &Ctx, frames: &[CapturedRequest]) -> anyhow::Result<()
         let s = i.to_string();
         s.contains("\"hi\"") || s.contains("Hello")
     });
-    expect(ctx, "frame2.repeats_turn1", json!(false), json!(repeats));
+    ctx.expect("frame2.repeats_turn1", json!(false), json!(repeats));
     let asks = frames[2].last_user_text();
-    expect(ctx, "frame2.user_text", json!("use the tool"), json!(asks));
+    ctx.expect("frame2.user_text", json!("use the tool"), json!(asks));
     let follow: Vec<&Value> = frames[3].input()?.iter().map(|i| &i["type"]).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "frame3.input_types",
         json!(["function_call_output"]),
         json!(follow),

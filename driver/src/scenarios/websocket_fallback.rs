@@ -16,7 +16,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{ConnectionScript, Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect, expect_status, setup_with};
+use super::setup_with;
 use crate::app_server::turn::{Turn, TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, World, WorldOptions};
@@ -91,29 +91,25 @@ async fn refused_426(ctx: &Ctx) -> anyhow::Result<()> {
     let one = run_turn(&app, &thread, vec![text("hi")], &TurnOptions::default()).await?;
     let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
     let status = json!([one.status, two.status]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.status",
         json!([TurnStatus::Completed, TurnStatus::Completed]),
         status,
     );
     let finals = json!([one.final_response(), two.final_response()]);
-    expect(ctx, "turns.final", json!(["one", "two"]), finals);
-    expect(
-        ctx,
+    ctx.expect("turns.final", json!(["one", "two"]), finals);
+    ctx.expect(
         "errors",
         json!([]),
         json!([errors(&one), errors(&two)].concat()),
     );
     let requests = world.captured(2, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 2]),
         transports(&requests),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "upgrades.count",
         json!(1),
         json!(upgrades(&world).await?.len()),
@@ -139,7 +135,7 @@ async fn upgrade_fails(ctx: &Ctx, status: u16) -> anyhow::Result<()> {
         .map(|e| json!([e["willRetry"], e["message"], e["codexErrorInfo"]]))
         .collect();
     let want = json!([[true, "Reconnecting... 2/2", {"responseStreamDisconnected": {"httpStatusCode": code}}]]);
-    expect(ctx, "turn1.errors", want, json!(shape));
+    ctx.expect("turn1.errors", want, json!(shape));
     let gaps: Vec<u64> = up
         .windows(2)
         .skip(1)
@@ -175,7 +171,7 @@ async fn upgrade_hangs(ctx: &Ctx) -> anyhow::Result<()> {
         .map(|e| json!([e["willRetry"], e["message"], e["codexErrorInfo"]]))
         .collect();
     let want = json!([[true, "Reconnecting... 2/2", {"responseStreamDisconnected": {"httpStatusCode": null}}]]);
-    expect(ctx, "turn1.errors", want, json!(shape));
+    ctx.expect("turn1.errors", want, json!(shape));
     // The catalogue asks for the detail per version: it is recorded whatever it says.
     let details: Vec<&Value> = notices.iter().map(|e| &e["additionalDetails"]).collect();
     ctx.drift(
@@ -220,24 +216,22 @@ async fn upgrade_fallback(
     let one = run_turn(&app, &thread, vec![text("fail")], &TurnOptions::default()).await?;
     let two = run_turn(&app, &thread, vec![text("again")], &TurnOptions::default()).await?;
     let status = json!([one.status, two.status]);
-    expect(
-        ctx,
+    ctx.expect(
         "turns.status",
         json!([TurnStatus::Completed, TurnStatus::Completed]),
         status,
     );
     let finals = json!([one.final_response(), two.final_response()]);
-    expect(ctx, "turns.final", json!(["one", "two"]), finals);
-    expect(ctx, "turn2.errors", json!([]), json!(errors(&two)));
+    ctx.expect("turns.final", json!(["one", "two"]), finals);
+    ctx.expect("turn2.errors", json!([]), json!(errors(&two)));
     let requests = world.captured(2, Duration::from_secs(2)).await?;
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["POST /v1/responses http"; 2]),
         transports(&requests),
     );
     let up = upgrades(&world).await?;
-    expect(ctx, "upgrades.count", json!(4), json!(up.len()));
+    ctx.expect("upgrades.count", json!(4), json!(up.len()));
     if world.sidecar.status().await?.pending > 0 || world.sidecar.websocket(None, vec![]).await? > 0
     {
         // Drift is recorded above; the connection scripts no upgrade took are dropped.
@@ -279,15 +273,13 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(
-        ctx,
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect(
         "turn.final",
         json!("over http"),
         json!(turn.final_response()),
     );
-    expect(
-        ctx,
+    ctx.expect(
         "turn.errors",
         json!([progress(2, 2, WS_CLOSED)]),
         json!(errors(&turn)),
@@ -296,16 +288,10 @@ async fn websocket_closed_early(ctx: &Ctx) -> anyhow::Result<()> {
     let asked: Vec<CapturedRequest> = requests.into_iter().filter(|r| !r.auto_warmup).collect();
     let mut want = vec!["GET /v1/responses websocket"; 3];
     want.push("POST /v1/responses http");
-    expect(ctx, "requests.transport", json!(want), transports(&asked));
+    ctx.expect("requests.transport", json!(want), transports(&asked));
     let conns: Vec<Option<u64>> = asked.iter().map(|r| r.connection).collect();
-    expect(
-        ctx,
-        "frames.connections",
-        json!([0, 1, 2, null]),
-        json!(conns),
-    );
-    expect(
-        ctx,
+    ctx.expect("frames.connections", json!([0, 1, 2, null]), json!(conns));
+    ctx.expect(
         "upgrades.count",
         json!(3),
         json!(upgrades(&world).await?.len()),

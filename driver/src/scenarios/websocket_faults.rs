@@ -16,7 +16,7 @@ use codex_parity_sidecar::rate_limits::{self, Window};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
-use super::{expect, expect_status, setup_with};
+use super::setup_with;
 use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
 use crate::harness::scenario::{Ctx, Scenario};
 use crate::harness::world::{Transport, WorldOptions};
@@ -66,11 +66,10 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
     let script = cut_then_whole();
     let (world, app, thread, _) = setup_with(ctx, options, script, json!({})).await?;
     let turn = run_turn(&app, &thread, vec![text("cut")], &TurnOptions::default()).await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect("turn.errors", json!([]), json!(errors(&turn)));
     let texts: Vec<&str> = turn.agent_messages().iter().map(|m| m.1).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "turn.agentMessages",
         json!(["partial", "whole"]),
         json!(texts),
@@ -79,8 +78,7 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
     // The turn's frames, without the warm-ups the sidecar answered itself.
     let turn_frames: Vec<&CapturedRequest> = frames.iter().filter(|f| !f.auto_warmup).collect();
     let transport: Vec<CapturedRequest> = turn_frames.iter().map(|f| (*f).clone()).collect();
-    expect(
-        ctx,
+    ctx.expect(
         "requests.transport",
         json!(vec!["GET /v1/responses websocket"; 2]),
         transports(&transport),
@@ -92,22 +90,19 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
     );
     let (first, retry) = (turn_frames[0], turn_frames[1]);
     let places = json!([first.connection, retry.connection]);
-    expect(ctx, "frames.connections", json!([0, 1]), places);
-    expect(
-        ctx,
+    ctx.expect("frames.connections", json!([0, 1]), places);
+    ctx.expect(
         "upgrades.count",
         json!(2),
         json!(upgrades(&world).await?.len()),
     );
     let ends = json!([first.stream_end, retry.stream_end]);
-    expect(
-        ctx,
+    ctx.expect(
         "frames.stream_end",
         json!(["disconnected", "completed"]),
         ends,
     );
-    expect(
-        ctx,
+    ctx.expect(
         "retry.previous_response_id",
         Value::Null,
         retry.body["previous_response_id"].clone(),
@@ -115,9 +110,9 @@ async fn websocket_closed(ctx: &Ctx) -> anyhow::Result<()> {
     let kept = retry.input()?.iter().any(|i| {
         i["type"] == "message" && i["role"] == "assistant" && i.to_string().contains("partial")
     });
-    expect(ctx, "retry.keeps_partial_item", json!(true), json!(kept));
+    ctx.expect("retry.keeps_partial_item", json!(true), json!(kept));
     let asks = retry.last_user_text();
-    expect(ctx, "retry.user_text", json!("cut"), json!(asks));
+    ctx.expect("retry.user_text", json!("cut"), json!(asks));
     world.finish().await
 }
 
@@ -153,12 +148,11 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect_status(ctx, "turn1.status", TurnStatus::Failed, &one);
+    ctx.expect_status("turn1.status", TurnStatus::Failed, &one);
     let want = json!([{"willRetry": false, "message": "You've hit your usage limit. Try again later.",
         "codexErrorInfo": "usageLimitExceeded", "additionalDetails": null}]);
-    expect(ctx, "turn1.errors", want, json!(errors(&one)));
-    expect(
-        ctx,
+    ctx.expect("turn1.errors", want, json!(errors(&one)));
+    ctx.expect(
         "turn1.order",
         json!(["account/rateLimits/updated", "error"]),
         json!(limit_then_error(&app.messages()[cursor..])),
@@ -170,7 +164,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         .find(|m| m.is("account/rateLimits/updated"))
         .map(|m| m.params()["rateLimits"]["primary"].clone());
     let want = json!({"usedPercent": 100, "windowDurationMins": 15, "resetsAt": null});
-    expect(ctx, "turn1.rateLimits.primary", want, json!(primary));
+    ctx.expect("turn1.rateLimits.primary", want, json!(primary));
     let two = run_turn(
         &app,
         &thread,
@@ -178,7 +172,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect_status(ctx, "turn2.status", TurnStatus::Completed, &two);
+    ctx.expect_status("turn2.status", TurnStatus::Completed, &two);
     let requests = world.captured(3, Duration::from_secs(2)).await?;
     let conns: Vec<Value> = requests
         .iter()
@@ -186,7 +180,7 @@ async fn websocket_usage_limit(ctx: &Ctx) -> anyhow::Result<()> {
         .map(|r| json!([r.transport, r.connection]))
         .collect();
     let want = json!([["websocket", 0], ["websocket", 1]]);
-    expect(ctx, "frames.connections", want, json!(conns));
+    ctx.expect("frames.connections", want, json!(conns));
     world.finish().await
 }
 
@@ -226,14 +220,9 @@ async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
         &TurnOptions::default(),
     )
     .await?;
-    expect_status(ctx, "turn.status", TurnStatus::Completed, &turn);
-    expect(ctx, "turn.errors", json!([]), json!(errors(&turn)));
-    expect(
-        ctx,
-        "turn.final",
-        json!("found"),
-        json!(turn.final_response()),
-    );
+    ctx.expect_status("turn.status", TurnStatus::Completed, &turn);
+    ctx.expect("turn.errors", json!([]), json!(errors(&turn)));
+    ctx.expect("turn.final", json!("found"), json!(turn.final_response()));
     let requests = world.captured(3, Duration::from_secs(2)).await?;
     let frames: Vec<Value> = requests
         .iter()
@@ -244,7 +233,7 @@ async fn previous_response_not_found(ctx: &Ctx) -> anyhow::Result<()> {
         })
         .collect();
     let want = json!([[0, "resp_warmup_0_0", "f9-chain"], [1, null, "f9-chain"]]);
-    expect(ctx, "frames", want, json!(frames));
+    ctx.expect("frames", want, json!(frames));
     if world.sidecar.status().await?.pending > 0 {
         // Drift is recorded above; the retry this version never made is dropped.
         world.sidecar.reset().await?;

@@ -54,6 +54,33 @@ pub fn function_call_reply(
     ]
 }
 
+/// A response whose only output is `item` (a tool call event of [`crate::wire::events`],
+/// say): `created(resp_id)`, `item`, `completed(resp_id)`.
+pub fn one_item_reply(resp_id: &str, item: Value) -> Vec<Value> {
+    vec![
+        events::response_created(resp_id),
+        item,
+        events::completed(resp_id),
+    ]
+}
+
+/// One assistant message `text` (item `item_id`) whose completion reports `usage`:
+/// `created(resp_id)`, `assistant_message(item_id, text)`,
+/// `completed_with_usage(resp_id, usage)`.
+pub fn costed_reply(resp_id: &str, item_id: &str, text: &str, usage: events::Usage) -> Vec<Value> {
+    vec![
+        events::response_created(resp_id),
+        events::assistant_message(item_id, text),
+        events::completed_with_usage(resp_id, usage),
+    ]
+}
+
+/// `exec_command` running `apply_patch` with `patch` in a heredoc (codex intercepts it and
+/// applies the patch through its own patch path).
+pub fn apply_patch_exec_call(call_id: &str, patch: &str) -> Value {
+    events::exec_command_call(call_id, &format!("apply_patch <<'EOF'\n{patch}\nEOF\n"))
+}
+
 /// A failed response: `created(resp_id)`, `failed(resp_id, code, message)`.
 pub fn failed_reply(resp_id: &str, code: &str, message: &str) -> Vec<Value> {
     vec![
