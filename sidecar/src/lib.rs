@@ -61,6 +61,8 @@ pub mod control;
 pub mod mcp;
 pub mod mock;
 pub mod wire;
+#[cfg(feature = "wiremock")]
+pub mod wiremock;
 
 pub use control::{cli, client, protocol, spawn};
 pub use mock::{captured, connection, decode, pairing, script, server, timing};

@@ -44,10 +44,11 @@ pub(crate) struct RunArgs {
     /// (needs two or more binaries, e.g. --compare).
     #[arg(long)]
     transcript_diff: bool,
-    /// Rewrite the golden request files (fixtures/golden/VERSION/SCENARIO.json) and the
-    /// golden transcripts (fixtures/golden-transcripts/VERSION/SCENARIO.json) of the
-    /// scenarios that have them, from this run, for each binary on which they passed.
-    /// Golden checks are skipped during the run. Review the diff first.
+    /// Propose new golden request files (fixtures/golden/VERSION/SCENARIO.json) and golden
+    /// transcripts (fixtures/golden-transcripts/VERSION/SCENARIO.json) of the scenarios
+    /// that have them, from this run, for each binary on which they ran to their end: each
+    /// is written as FILE.pending beside the accepted one, for `codex-parity review`.
+    /// Golden checks are skipped during the run.
     #[arg(long)]
     bless: bool,
     /// Fail any drift, even drift the baselines list (fixtures/expected/baselines.json).

@@ -13,12 +13,13 @@
 //!   own, which then judges the releases after it);
 //! - a release older than every golden file fails, naming the oldest.
 //!
-//! `codex-parity run --bless` turns the comparison off and, after the run, writes the golden
-//! files of those scenarios that ran to their end on each binary (passed, or differed
-//! only in drift, listed or not: drift is the baselines' to judge, see
-//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), into a
-//! checkout's `fixtures/` ([`Expectations::bless_dir`]); a release whose requests equal the
-//! file that already covers it gets none. Review the diff first.
+//! `codex-parity run --bless` turns the comparison off and, after the run, proposes the
+//! golden files of those scenarios that ran to their end on each binary (passed, or
+//! differed only in drift, listed or not: drift is the baselines' to judge, see
+//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), as pending files
+//! in a checkout's `fixtures/` ([`Expectations::bless_dir`]) that `codex-parity review`
+//! shows and accepts; a release whose requests equal the file that already covers it gets
+//! none.
 //!
 //! ```json
 //! {"codex": "0.171.0", "scenario": "request_shape_plain", "requests": [{"method": "POST", …}]}

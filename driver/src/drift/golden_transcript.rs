@@ -4,14 +4,14 @@
 //! `fixtures/golden-transcripts/VERSION/SCENARIO.json` (the document of
 //! [`crate::drift::transcript::document`]).
 //!
-//! After a run, each scenario declared with `.golden_transcript()` is compared with the golden file that covers its
-//! release (that of the nearest release at or below it: a file holds until the next release
-//! that has its own, see [`crate::harness::expectations`]) by
+//! After a run, each scenario declared with `.golden_transcript()` is compared with the
+//! golden file that covers its release (that of the nearest release at or below it: a file
+//! holds until the next release that has its own, see [`crate::harness::expectations`]) by
 //! [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and their JSON
 //! types, enum values; not texts or ids): any difference fails the run with the lines.
-//! `codex-parity run --bless` writes the files instead, from the scenarios that ran to their
-//! end, only for a release whose shape differs from the file
-//! already covering it; review the diff first.
+//! `codex-parity run --bless` proposes the files instead (pending until `codex-parity
+//! review` accepts them), from the scenarios that ran to their end, only for a release
+//! whose shape differs from the file already covering it.
 
 use std::path::{Path, PathBuf};
 

@@ -67,6 +67,11 @@ pub struct WorldOptions {
     /// A `turn/started` whose turn never completes is the scenario's to judge, not an
     /// after-scenario failure (`review/start` announces an inner turn id: G24).
     pub allow_unpaired_turn_started: bool,
+    /// The provider's `base_url`: the world's sidecar when `None`, else a server of the
+    /// test's own on loopback (a `wiremock::MockServer`'s `uri()/v1`, see
+    /// `codex_parity_sidecar::wiremock::base_url`). The world's sidecar still runs and
+    /// must then see no request.
+    pub provider_url: Option<String>,
 }
 
 /// The transport a world's provider offers codex (`transports.md` §1.1).
@@ -96,6 +101,7 @@ impl Default for WorldOptions {
             experimental_api: true,
             allow_autonomous_turns: false,
             allow_unpaired_turn_started: false,
+            provider_url: None,
         }
     }
 }
@@ -338,7 +344,7 @@ impl World {
         text.push_str(&format!(
             "\n[model_providers.mock]\nname = \"{}\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
             o.provider_name,
-            self.sidecar.base_url(),
+            o.provider_url.as_deref().unwrap_or(self.sidecar.base_url()),
             o.request_max_retries,
             o.stream_max_retries,
             o.stream_idle_timeout_ms
