@@ -325,3 +325,126 @@ impl Plan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::events::Event;
+
+    fn sidecar() -> SidecarLauncher {
+        SidecarLauncher::codex_parity("/nonexistent/codex-parity")
+    }
+
+    #[test]
+    fn the_builder_filters_loads_files_and_refuses_what_selects_nothing() {
+        let all = Plan::builder(Options::default()).unwrap();
+        assert_eq!(all.scenarios().len(), scenarios::registry().len());
+        let group = Plan::builder(Options {
+            filter: Some("A".into()),
+            ..Options::default()
+        })
+        .unwrap();
+        assert!(!group.scenarios().is_empty());
+        assert!(group.scenarios().iter().all(|s| s.id.starts_with('A')));
+        let none = Plan::builder(Options {
+            filter: Some("no-such-scenario".into()),
+            ..Options::default()
+        })
+        .unwrap_err();
+        assert!(format!("{none:#}").contains("no scenario matches --filter no-such-scenario"));
+        // Files only, from a directory with one file and its baselines beside it.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            "name = \"mine\"\nid = \"MY-1\"\nsummary = \"s\"\n[[step]]\ndo = \"turn\"\ninput = \"hi\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("baselines.json"), "{\"expected\": []}").unwrap();
+        let files = Plan::builder(Options {
+            scenario_dirs: vec![dir.path().to_path_buf()],
+            only_files: true,
+            baselines: vec!["extra.json".into()],
+            ..Options::default()
+        })
+        .unwrap();
+        let names: Vec<&str> = files.scenarios().iter().map(|s| s.name).collect();
+        assert_eq!(names, ["mine"]);
+        assert_eq!(
+            files.baselines,
+            [
+                PathBuf::from("extra.json"),
+                dir.path().join("baselines.json")
+            ]
+        );
+    }
+
+    /// A sink that keeps the names of the events it saw and gives a set verdict.
+    struct Seen(Arc<std::sync::Mutex<Vec<&'static str>>>, Verdict);
+
+    impl Sink for Seen {
+        fn event(&mut self, event: &Event<'_>) {
+            self.0.lock().unwrap().push(match event {
+                Event::Started(_) => "started",
+                Event::ScenarioStarted { .. } => "scenario started",
+                Event::ScenarioFinished(_) => "scenario finished",
+                Event::Finished { stopped: false, .. } => "finished",
+                Event::Finished { stopped: true, .. } => "stopped",
+            });
+        }
+
+        fn verdict(&self) -> Verdict {
+            self.1
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_tells_every_sink_in_order_and_its_verdict_is_the_worst() {
+        // No binary: no cell runs and no codex is needed, but the run still starts and ends.
+        let plan = Plan::builder(Options::default())
+            .unwrap()
+            .build(Vec::new(), sidecar())
+            .await
+            .unwrap();
+        assert!(plan.cells().is_empty());
+        let (first, second) = (Arc::default(), Arc::default());
+        let mut sinks: Vec<Box<dyn Sink>> = vec![
+            Box::new(Seen(Arc::clone(&first), Verdict::Pass)),
+            Box::new(Seen(Arc::clone(&second), Verdict::Fail)),
+        ];
+        let end = plan.run(&mut sinks, std::future::pending::<()>()).await;
+        assert!(!end.stopped);
+        assert!(end.finished.records.is_empty());
+        assert_eq!(end.verdict, Verdict::Fail);
+        assert_eq!(end.verdict.code(), 1);
+        for seen in [first, second] {
+            assert_eq!(*seen.lock().unwrap(), ["started", "finished"]);
+        }
+        let mut none: Vec<Box<dyn Sink>> = Vec::new();
+        let end = plan.run(&mut none, std::future::pending::<()>()).await;
+        assert_eq!(end.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn options_from_the_environment_read_what_the_libtest_harness_is_told() {
+        let vars = |name: &str| -> Option<OsString> {
+            match name {
+                "CODEX_PARITY_SCENARIOS" => Some("a:b".into()),
+                "CODEX_PARITY_STRICT" => Some("0".into()),
+                _ => None,
+            }
+        };
+        let o = Options::from_vars(vars);
+        assert_eq!(o.scenario_dirs, [PathBuf::from("a"), PathBuf::from("b")]);
+        assert!(!o.strict && !o.keep);
+        assert_eq!(Options::default().shard, Shard::ALL);
+        assert!(Options::default().jobs() >= 1);
+        assert_eq!(
+            Options {
+                jobs: Some(0),
+                ..Options::default()
+            }
+            .jobs(),
+            1
+        );
+    }
+}
