@@ -125,6 +125,60 @@ fn imports(source: &str, modules: &BTreeMap<String, BTreeSet<String>>) -> BTreeS
     found
 }
 
+/// The modules of its own layer a file names relatively: in a layer's `mod.rs`, `use
+/// NAME::…` of a module of the layer (its own code uses it; a `pub use` only hands names on,
+/// as a façade, and is not counted); in a file `LAYER/NAME.rs`, `super::X` (the layer's
+/// `mod.rs`, or its module `X`). Inside a folder module (`LAYER/NAME/…`) `super` is `NAME`
+/// itself, which is not an import.
+fn relative_imports(
+    path: &str,
+    source: &str,
+    me: &Module,
+    modules: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeSet<Module> {
+    let mut found = BTreeSet::new();
+    let layer = &me.0;
+    let known = |head: &str| modules.get(layer).is_some_and(|m| m.contains(head));
+    let in_folder = path.trim_start_matches("./").matches('/').count() > 1;
+    for line in code_lines(source) {
+        let line = line.trim_start();
+        let used = line.strip_prefix("use ");
+        if me.1 == "mod"
+            && let Some(used) = used
+        {
+            let heads = match used.strip_prefix('{') {
+                Some(group) => group_heads(group),
+                None => vec![ident(used).0],
+            };
+            for head in heads {
+                if known(head) && head != "mod" {
+                    found.insert((layer.clone(), head.to_string()));
+                }
+            }
+        }
+        if in_folder || me.1 == "mod" {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("super::") {
+            let before = &rest[..at];
+            rest = &rest[at + "super::".len()..];
+            if before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let heads = match rest.strip_prefix('{') {
+                Some(group) => group_heads(group),
+                None => vec![ident(rest).0],
+            };
+            for head in heads {
+                let name = if known(head) { head } else { "mod" };
+                found.insert((layer.clone(), name.to_string()));
+            }
+        }
+    }
+    found
+}
+
 /// The layering problems of `files` (path relative to `src/`, source): each names the
 /// file and the import.
 fn problems(files: &[(String, String)]) -> Vec<String> {
@@ -140,7 +194,9 @@ fn problems(files: &[(String, String)]) -> Vec<String> {
     let mut edges: BTreeMap<(Module, Module), String> = BTreeMap::new();
     for (path, source) in files {
         let Some(me) = module_of(path) else { continue };
-        for import in imports(source, &modules) {
+        let mut all = imports(source, &modules);
+        all.extend(relative_imports(path, source, &me, &modules));
+        for import in all {
             let (layer, name) = &import;
             if rank(layer) > rank(&me.0) {
                 problems.push(format!(
@@ -282,6 +338,35 @@ fn an_import_of_a_higher_layer_is_named() {
             "app_server/turn.rs (layer app_server) imports crate::harness::world, a higher layer",
             "harness/scenario.rs (layer harness) imports crate::scenarios::mod, a higher layer",
         ]
+    );
+}
+
+#[test]
+fn relative_imports_count_too() {
+    // mod.rs naming its module relatively, the module naming the layer's mod.rs back.
+    let p = example(&[
+        ("plan/mod.rs", "pub mod events;\nuse events::{Event, Sink};"),
+        ("plan/events.rs", "use crate::plan::Plan;"),
+    ]);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].contains("cycle in layer plan"), "{p:?}");
+    // A façade's `pub use` hands names on: not an import of mod.rs's own.
+    let p = example(&[
+        ("plan/mod.rs", "pub mod events;\npub use events::Event;"),
+        ("plan/events.rs", "use crate::plan::Plan;"),
+    ]);
+    assert!(p.is_empty(), "{p:?}");
+    // super:: from a module of the layer; inside a folder module it is the module itself.
+    let p = example(&[
+        ("report/json.rs", "use super::matrix::Matrix;"),
+        ("report/matrix.rs", "use super::json;"),
+        ("report/audit/mod.rs", ""),
+        ("report/audit/table.rs", "use super::Finding;"),
+    ]);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("report::json") && p[0].contains("report::matrix"),
+        "{p:?}"
     );
 }
 

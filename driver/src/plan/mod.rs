@@ -1,7 +1,7 @@
 //! The run as a library: every front-end (`codex-parity run`, `bisect`, `bench --suite`,
 //! the libtest harness of `cargo test`, a [`session::Session`]) turns what its user set into
-//! one [`Options`], builds a [`Plan`] from it, and runs that plan; what happens as it runs
-//! goes to [`events::Sink`]s as typed [`events::Event`]s (the terminal, report files,
+//! one [`Options`], builds a [`Plan`] from it, and runs that plan ([`run`]); what happens as
+//! it runs goes to [`events::Sink`]s as typed [`events::Event`]s (the terminal, report files,
 //! transcripts and golden checks are sinks, in `crate::report::sinks`).
 //!
 //! A plan is built in two steps so that nothing slow happens before the input is known to
@@ -10,6 +10,7 @@
 //! judges it by the baselines of its version, the extra baselines and `strict`.
 
 pub mod events;
+pub mod run;
 pub mod session;
 
 use std::ffi::OsString;
@@ -17,19 +18,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio::sync::mpsc;
 
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::{self, Baselines};
 use crate::harness::expectations::Expectations;
-use crate::harness::runner::{self, Finished, Progress, Ran, Target};
+use crate::harness::runner::{self, Ran, Target};
 use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
 use crate::harness::sidecar::SidecarLauncher;
 use crate::harness::world::Settings;
 use crate::scenario_file;
 use crate::scenarios;
-use events::{Event, Sink, Verdict};
 
 /// The environment variable that keeps each world's directories in the libtest harness
 /// (`--keep` of `run`).
@@ -160,17 +159,6 @@ pub struct Plan {
     pub options: Options,
 }
 
-/// What a run of a plan got done, and what its sinks made of it.
-#[derive(Debug)]
-pub struct RunEnd {
-    /// The scenarios that ended, and those stopped or never started.
-    pub finished: Finished,
-    /// Whether the run was stopped before its end.
-    pub stopped: bool,
-    /// The worst of the sinks' verdicts.
-    pub verdict: Verdict,
-}
-
 impl Plan {
     /// The first step of a plan: reads the built-in scenarios and the scenario files of
     /// `options` (every problem of every file at once), keeps those `filter` selects, and
@@ -252,88 +240,11 @@ impl Plan {
     pub async fn run_one(&self, scenario: &Scenario, target: &Target) -> Ran {
         runner::run_scenario(scenario, target, self.settings.clone()).await
     }
-
-    /// Runs every cell, [`Options::jobs`] at once, until the end or until `stop`
-    /// resolves (every running scenario is then cancelled and has ended before this
-    /// returns); each sink gets every event, in order, on this task.
-    pub async fn run(
-        &self,
-        sinks: &mut [Box<dyn Sink>],
-        stop: impl std::future::Future<Output = ()>,
-    ) -> RunEnd {
-        let emit = |sinks: &mut [Box<dyn Sink>], event: Event<'_>| {
-            for sink in sinks.iter_mut() {
-                sink.event(&event);
-            }
-        };
-        emit(sinks, Event::Started(self));
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let on_progress = Arc::new(move |p: Progress| {
-            let _ = tx.send(p);
-        });
-        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stopped.clone();
-        let stop = async move {
-            stop.await;
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
-        };
-        let running = runner::run_shard_until(
-            &self.targets,
-            &self.scenarios,
-            self.options.shard,
-            self.settings.clone(),
-            self.options.jobs(),
-            on_progress,
-            stop,
-        );
-        let forward = |sinks: &mut [Box<dyn Sink>], progress: Progress| match &progress {
-            Progress::Started { scenario, label } => {
-                emit(sinks, Event::ScenarioStarted { scenario, label })
-            }
-            Progress::Finished(record) => emit(sinks, Event::ScenarioFinished(record)),
-        };
-        tokio::pin!(running);
-        let finished = loop {
-            tokio::select! {
-                biased;
-                Some(progress) = rx.recv() => forward(sinks, progress),
-                finished = &mut running => break finished,
-            }
-        };
-        // What the last scenarios sent before the runner returned.
-        while let Ok(progress) = rx.try_recv() {
-            forward(sinks, progress);
-        }
-        let stopped = stopped.load(std::sync::atomic::Ordering::SeqCst);
-        emit(
-            sinks,
-            Event::Finished {
-                plan: self,
-                finished: &finished,
-                stopped,
-            },
-        );
-        let verdict = sinks
-            .iter()
-            .map(|s| s.verdict())
-            .max()
-            .unwrap_or(Verdict::Pass);
-        RunEnd {
-            finished,
-            stopped,
-            verdict,
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::events::Event;
-
-    fn sidecar() -> SidecarLauncher {
-        SidecarLauncher::codex_parity("/nonexistent/codex-parity")
-    }
 
     #[test]
     fn the_builder_filters_loads_files_and_refuses_what_selects_nothing() {
@@ -376,52 +287,6 @@ mod tests {
                 dir.path().join("baselines.json")
             ]
         );
-    }
-
-    /// A sink that keeps the names of the events it saw and gives a set verdict.
-    struct Seen(Arc<std::sync::Mutex<Vec<&'static str>>>, Verdict);
-
-    impl Sink for Seen {
-        fn event(&mut self, event: &Event<'_>) {
-            self.0.lock().unwrap().push(match event {
-                Event::Started(_) => "started",
-                Event::ScenarioStarted { .. } => "scenario started",
-                Event::ScenarioFinished(_) => "scenario finished",
-                Event::Finished { stopped: false, .. } => "finished",
-                Event::Finished { stopped: true, .. } => "stopped",
-            });
-        }
-
-        fn verdict(&self) -> Verdict {
-            self.1
-        }
-    }
-
-    #[tokio::test]
-    async fn a_run_tells_every_sink_in_order_and_its_verdict_is_the_worst() {
-        // No binary: no cell runs and no codex is needed, but the run still starts and ends.
-        let plan = Plan::builder(Options::default())
-            .unwrap()
-            .build(Vec::new(), sidecar())
-            .await
-            .unwrap();
-        assert!(plan.cells().is_empty());
-        let (first, second) = (Arc::default(), Arc::default());
-        let mut sinks: Vec<Box<dyn Sink>> = vec![
-            Box::new(Seen(Arc::clone(&first), Verdict::Pass)),
-            Box::new(Seen(Arc::clone(&second), Verdict::Fail)),
-        ];
-        let end = plan.run(&mut sinks, std::future::pending::<()>()).await;
-        assert!(!end.stopped);
-        assert!(end.finished.records.is_empty());
-        assert_eq!(end.verdict, Verdict::Fail);
-        assert_eq!(end.verdict.code(), 1);
-        for seen in [first, second] {
-            assert_eq!(*seen.lock().unwrap(), ["started", "finished"]);
-        }
-        let mut none: Vec<Box<dyn Sink>> = Vec::new();
-        let end = plan.run(&mut none, std::future::pending::<()>()).await;
-        assert_eq!(end.verdict, Verdict::Pass);
     }
 
     #[test]
