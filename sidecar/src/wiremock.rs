@@ -341,6 +341,11 @@ mod tests {
     use crate::bodies;
 
     async fn post(server: &MockServer, body: Value) -> (u16, String) {
+        post_to(server, "/v1/responses", body).await
+    }
+
+    /// POSTs `body` to `path` of `server`; the status and the whole response text.
+    async fn post_to(server: &MockServer, path: &'static str, body: Value) -> (u16, String) {
         let address = server.address().to_string();
         let body = body.to_string();
         let text = tokio::task::spawn_blocking(move || {
@@ -348,7 +353,7 @@ mod tests {
             let mut stream = std::net::TcpStream::connect(&address).unwrap();
             write!(
                 stream,
-                "POST /v1/responses HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             )
             .unwrap();
@@ -460,22 +465,8 @@ mod tests {
         assert!(text.contains("broken history"), "{text}");
         assert_eq!(whole.len(), 1);
         // The compact endpoint is not a model request.
-        let address = server.address().to_string();
-        let compact = tokio::task::spawn_blocking(move || {
-            use std::io::{Read, Write};
-            let mut stream = std::net::TcpStream::connect(&address).unwrap();
-            write!(
-                stream,
-                "POST /v1/responses/compact HTTP/1.1\r\nhost: {address}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-            )
-            .unwrap();
-            let mut out = String::new();
-            stream.read_to_string(&mut out).unwrap();
-            out
-        })
-        .await
-        .unwrap();
-        assert!(compact.starts_with("HTTP/1.1 200"), "{compact}");
+        let (status, compact) = post_to(&server, "/v1/responses/compact", json!({})).await;
+        assert_eq!(status, 200, "{compact}");
         assert!(compact.contains("\"output\""), "{compact}");
         // Events without a `type` cannot be framed: a 500 that says why.
         let (status, text) = {

@@ -31,6 +31,21 @@ pub enum Event<'a> {
     },
 }
 
+impl<'a> Event<'a> {
+    /// The plan and what it got done, when this is the end of a run that was not stopped:
+    /// what sinks that write or compare at the end act on.
+    pub fn ended(&self) -> Option<(&'a Plan, &'a Finished)> {
+        match *self {
+            Event::Finished {
+                plan,
+                finished,
+                stopped: false,
+            } => Some((plan, finished)),
+            _ => None,
+        }
+    }
+}
+
 /// What a sink made of the run, worst last: the exit status it calls for is its
 /// [`Verdict::code`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,6 +59,15 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict of a sink's work at the end: its own, or [`Verdict::Error`] with the
+    /// error on stderr.
+    pub fn of(result: anyhow::Result<Verdict>) -> Verdict {
+        result.unwrap_or_else(|e| {
+            eprintln!("codex-parity: {e:#}");
+            Verdict::Error
+        })
+    }
+
     /// The exit status: 0, 1 or 2.
     pub fn code(self) -> u8 {
         match self {

@@ -138,7 +138,8 @@ impl PlanBuilder {
             baselines: self.baselines,
             options: self.options,
         };
-        plan.judge()?;
+        let files = plan.baselines.clone();
+        plan.judge(&files)?;
         Ok(plan)
     }
 }
@@ -192,19 +193,17 @@ impl Plan {
         })
     }
 
-    /// Each target's baseline again: the built-in entries of its version, the extra
-    /// baselines, `strict`.
-    fn judge(&mut self) -> anyhow::Result<()> {
-        let builtin = Baselines::builtin()?;
+    /// Adds the baselines at `files` to every target's baseline (its version's built-in
+    /// entries, read once by [`runner::prepare`]) and sets `strict`.
+    fn judge(&mut self, files: &[PathBuf]) -> anyhow::Result<()> {
         for target in &mut self.targets {
-            let mut baseline = builtin.for_version(&target.binary.version);
-            for file in &self.baselines {
+            let baseline = Arc::make_mut(&mut target.baseline);
+            for file in files {
                 baseline
                     .add(file)
                     .with_context(|| format!("reading the baselines {}", file.display()))?;
             }
             baseline.strict = self.options.strict;
-            target.baseline = Arc::new(baseline);
         }
         Ok(())
     }
@@ -212,9 +211,9 @@ impl Plan {
     /// The same plan judged with more baselines (a file, or a directory holding
     /// `baselines.json`).
     pub fn with_baselines(mut self, location: PathBuf) -> anyhow::Result<Plan> {
+        self.judge(std::slice::from_ref(&location))?;
         self.options.baselines.push(location.clone());
         self.baselines.push(location);
-        self.judge()?;
         Ok(self)
     }
 

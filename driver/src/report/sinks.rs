@@ -129,10 +129,7 @@ impl Sink for Results {
             print!("\n{}", terminal::render(&matrix));
             return;
         }
-        self.verdict = self.finish(plan, finished).unwrap_or_else(|e| {
-            eprintln!("codex-parity: {e:#}");
-            Verdict::Error
-        });
+        self.verdict = Verdict::of(self.finish(plan, finished));
     }
 
     fn verdict(&self) -> Verdict {
@@ -200,15 +197,9 @@ impl Transcripts {
 
 impl Sink for Transcripts {
     fn event(&mut self, event: &Event<'_>) {
-        if let Event::Finished {
-            finished,
-            stopped: false,
-            ..
-        } = event
-            && let Err(e) = self.write(&finished.records)
-        {
-            eprintln!("codex-parity: {e:#}");
-            self.verdict = Verdict::Error;
+        if let Some((_, finished)) = event.ended() {
+            let written = self.write(&finished.records).map(|()| Verdict::Pass);
+            self.verdict = Verdict::of(written);
         }
     }
 
@@ -228,12 +219,7 @@ pub struct Diffs {
 
 impl Sink for Diffs {
     fn event(&mut self, event: &Event<'_>) {
-        if let Event::Finished {
-            plan,
-            finished,
-            stopped: false,
-        } = event
-        {
+        if let Some((plan, finished)) = event.ended() {
             let binaries: Vec<CodexBinary> = plan.binaries();
             if self.requests {
                 print!("{}", request_drift::report(&finished.records, &binaries));
@@ -294,16 +280,8 @@ impl Golden {
 
 impl Sink for Golden {
     fn event(&mut self, event: &Event<'_>) {
-        if let Event::Finished {
-            plan,
-            finished,
-            stopped: false,
-        } = event
-        {
-            self.verdict = self.finish(plan, &finished.records).unwrap_or_else(|e| {
-                eprintln!("codex-parity: {e:#}");
-                Verdict::Error
-            });
+        if let Some((plan, finished)) = event.ended() {
+            self.verdict = Verdict::of(self.finish(plan, &finished.records));
         }
     }
 
