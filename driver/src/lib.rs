@@ -13,6 +13,7 @@
 //! | [`scenario_file`] | the interpreter of scenario files: an integrator's scenarios as TOML data |
 //! | [`scenarios`] | the registry of parity scenarios, one file per catalogue group, and their support |
 //! | [`plan`] | the run as a library: options, the plan every front-end builds, its events and sinks, the session on one binary |
+//! | [`record`] | recording an integrator's session: the shim, the recording proxy, the scenario file written from both sides |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
 //!
@@ -24,6 +25,7 @@ pub mod codex;
 pub mod drift;
 pub mod harness;
 pub mod plan;
+pub mod record;
 pub mod report;
 pub mod scenario_file;
 pub mod scenarios;

@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "scenario_file",
     "scenarios",
     "plan",
+    "record",
     "report",
     "bench",
     "cli",
