@@ -339,15 +339,25 @@ pub async fn wait_turn(
             |m| m.is("turn/completed") && m.turn_id() == Some(started.id.as_str()),
         )
         .await?;
-    let messages: Vec<Inbound> = app
-        .messages()
+    let after = app.messages().into_iter().skip(started.cursor);
+    Ok(collect_turn(started, after, &done))
+}
+
+/// The turn `started` from the messages after its `turn/start` (those up to its
+/// `turn/completed` `done` that belong to it): what [`wait_turn`] does with the log, and a
+/// recording with the lines it relayed.
+pub fn collect_turn(
+    started: StartedTurn,
+    after_start: impl IntoIterator<Item = Inbound>,
+    done: &Inbound,
+) -> Turn {
+    let messages: Vec<Inbound> = after_start
         .into_iter()
-        .skip(started.cursor)
         .take_while(|m| m.index <= done.index)
         .filter(|m| belongs(m, &started))
         .collect();
     let turn = done.params().get("turn").cloned().unwrap_or(Value::Null);
-    Ok(Turn {
+    Turn {
         id: started.id,
         thread_id: started.thread_id,
         start_result: started.result,
@@ -357,7 +367,7 @@ pub async fn wait_turn(
         events: messages.iter().filter_map(event_of).collect(),
         messages,
         model: started.model,
-    })
+    }
 }
 
 /// `turn/start` and wait for `turn/completed`.

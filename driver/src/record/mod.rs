@@ -3,3 +3,10 @@
 //! to the upstream, and both sides become one scenario file.
 
 pub mod exchange;
+
+pub mod redact;
+pub mod relay;
+pub mod shim;
+pub mod timeline;
+pub mod toml_text;
+pub mod writer;

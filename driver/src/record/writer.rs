@@ -1,0 +1,1486 @@
+//! A recording written as one scenario file (docs/scenario-files.md): the model side as
+//! `[[response]]` entries in the order codex asked for them, the client side as steps in
+//! the order the client acted, ids as variables, the recording's paths as `$workspace` and
+//! `$home`, and checks of what the session showed (each turn's status and final text, the
+//! server requests the client answered, the number of model requests).
+//!
+//! Timing is kept where the replay needs it to be deterministic: a model request in flight
+//! when the client steered is held at a gate (released right after the steer) at the event
+//! the steer came before; one codex abandoned (an interrupt) stalls after the events it got;
+//! `wait_requests` puts each steer and interrupt after the model requests it followed. With
+//! `timing`, every event also keeps its recorded gap.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use anyhow::bail;
+use serde_json::{Map, Value, json};
+
+use crate::app_server::client::Inbound;
+use crate::app_server::message::{Message, RequestId};
+use crate::app_server::turn::{StartedTurn, collect_turn};
+use crate::record::exchange::{End, Exchange, Micros, Transport};
+use crate::record::redact::Redactor;
+use crate::record::timeline::AppSession;
+use crate::record::toml_text::{block, key, string, value};
+
+/// What the file says about where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    /// The scenario's `name`.
+    pub name: String,
+    /// Its `id`.
+    pub id: String,
+    /// The client's command line.
+    pub command: Vec<String>,
+    /// The codex version recorded.
+    pub codex_version: String,
+    /// Where model requests went.
+    pub upstream: String,
+    /// The day of the recording (`2026-12-02`).
+    pub date: String,
+    /// The client's exit status (`None`: a signal ended it).
+    pub client_exit: Option<i32>,
+    /// The recording's private `CODEX_HOME` (written as `$home`).
+    pub home: PathBuf,
+    /// The config the recording ran with: `approval_policy` and `sandbox_mode`.
+    pub approval_policy: String,
+    /// See [`Meta::approval_policy`].
+    pub sandbox_mode: String,
+    /// Keep every event's recorded gap.
+    pub timing: bool,
+}
+
+/// The file and what went into it.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// The scenario file's text.
+    pub text: String,
+    /// Turns recorded.
+    pub turns: usize,
+    /// Steps written.
+    pub steps: usize,
+    /// Scripted responses written.
+    pub responses: usize,
+    /// Server requests the client answered.
+    pub answered: usize,
+    /// What the file could not say or left out, one sentence each (also in its comments).
+    pub notes: Vec<String>,
+}
+
+/// How the client answered a server request.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Result(Value),
+    Error(Value),
+    Unanswered,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Request {
+        method: String,
+        params: Value,
+        expect_error: Option<Value>,
+    },
+    Turn {
+        thread: Option<String>,
+        input: Value,
+        params: Map<String, Value>,
+        wait: bool,
+        expect: Map<String, Value>,
+    },
+    WaitTurn {
+        turn: String,
+        expect: Map<String, Value>,
+    },
+    Steer {
+        thread: Option<String>,
+        turn: String,
+        input: Value,
+        expect: Option<Value>,
+        expect_error: Option<Value>,
+    },
+    Interrupt {
+        thread: Option<String>,
+        turn: String,
+        expect: Option<Value>,
+        expect_error: Option<Value>,
+    },
+    WaitRequests(usize),
+    Release(String),
+    Restart,
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    at: Micros,
+    kind: Kind,
+    comment: String,
+    capture: Vec<(String, String)>,
+}
+
+/// A value codex gave that a later client message may name: bound on first use.
+#[derive(Debug, Clone)]
+struct Candidate {
+    step: usize,
+    pointer: String,
+    base: String,
+}
+
+#[derive(Default)]
+struct Builder<'a> {
+    exchanges: Vec<&'a Exchange>,
+    steps: Vec<Step>,
+    vars: HashMap<String, String>,
+    candidates: HashMap<String, Candidate>,
+    taken: Vec<String>,
+    thread_table: Option<Map<String, Value>>,
+    experimental_api: Option<bool>,
+    replies_before: BTreeMap<usize, Vec<(String, Answer)>>,
+    server_requests: BTreeMap<String, usize>,
+    gates: BTreeMap<usize, (String, usize)>,
+    last_wait_requests: usize,
+    turns: usize,
+    pending_waits: Vec<(Micros, String, Map<String, Value>, String)>,
+    latest_turn: Option<(String, usize)>,
+    paths: Vec<(String, String)>,
+    notes: Vec<String>,
+    origin: Micros,
+}
+
+/// Writes the file for `sessions` (the client side) and `exchanges` (the model side);
+/// refuses a recording that has no turn, or that a replay could only run with a secret.
+pub fn write(
+    sessions: &[AppSession],
+    exchanges: &[Exchange],
+    meta: &Meta,
+    redactor: &mut Redactor,
+) -> anyhow::Result<Written> {
+    let mut b = Builder {
+        exchanges: exchanges
+            .iter()
+            .filter(|e| e.is_model_request() || e.is_compaction())
+            .collect(),
+        origin: sessions.first().map_or(0, |s| s.started),
+        ..Builder::default()
+    };
+    if let Some(first) = sessions.first() {
+        let workspace = first.cwd.to_string_lossy().into_owned();
+        b.paths
+            .push((meta.home.to_string_lossy().into_owned(), "home".into()));
+        if !workspace.is_empty() && workspace != "/" {
+            b.paths.push((workspace, "workspace".into()));
+        }
+        b.paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    }
+    for (n, session) in sessions.iter().enumerate() {
+        if n > 0 {
+            b.flush_waits(Micros::MAX);
+            b.push(
+                session.started,
+                Kind::Restart,
+                "the client started a second app-server: a restart in the same home".into(),
+            );
+        }
+        b.session(session)?;
+    }
+    b.flush_waits(Micros::MAX);
+    if b.turns == 0 {
+        bail!(
+            "the session had no turn: the client never sent turn/start{} (nothing to replay)",
+            if sessions.is_empty() {
+                ", nor started codex app-server"
+            } else {
+                ""
+            }
+        );
+    }
+    let text = b.render(meta, redactor);
+    if let Some((line, what)) = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| redactor.secret_in(l).map(|w| (i + 1, w)))
+    {
+        bail!(
+            "the recording holds {what} (line {line} of the file it would write): a replay would \
+             need the secret, so nothing was written; keep credentials out of what the client \
+             sends and the model answers, or remove it with --redact REGEX"
+        );
+    }
+    Ok(Written {
+        turns: b.turns,
+        steps: b.steps.len() + b.replies_before.values().map(Vec::len).sum::<usize>(),
+        responses: b.exchanges.len(),
+        answered: b.server_requests.values().sum(),
+        notes: b.notes.clone(),
+        text,
+    })
+}
+
+impl<'a> Builder<'a> {
+    fn push(&mut self, at: Micros, kind: Kind, comment: String) -> usize {
+        self.steps.push(Step {
+            at,
+            kind,
+            comment,
+            capture: Vec::new(),
+        });
+        self.steps.len() - 1
+    }
+
+    fn session(&mut self, s: &AppSession) -> anyhow::Result<()> {
+        for problem in &s.unreadable {
+            self.notes.push(format!("skipped {problem}"));
+        }
+        let mut answers: HashMap<RequestId, (Micros, Result<Value, Value>)> = HashMap::new();
+        let mut client_answers: HashMap<RequestId, Answer> = HashMap::new();
+        let mut completed: HashMap<String, Inbound> = HashMap::new();
+        let mut inbound = Vec::new();
+        for rpc in &s.rpcs {
+            match (&rpc.message, rpc.from_client) {
+                (Message::Response { id, result }, false) => {
+                    answers.insert(id.clone(), (rpc.at, Ok(result.clone())));
+                }
+                (
+                    Message::Error {
+                        id: Some(id),
+                        error,
+                    },
+                    false,
+                ) => {
+                    answers.insert(
+                        id.clone(),
+                        (
+                            rpc.at,
+                            Err(serde_json::to_value(error).unwrap_or(Value::Null)),
+                        ),
+                    );
+                }
+                (Message::Response { id, result }, true) => {
+                    client_answers.insert(id.clone(), Answer::Result(result.clone()));
+                }
+                (
+                    Message::Error {
+                        id: Some(id),
+                        error,
+                    },
+                    true,
+                ) => {
+                    client_answers.insert(
+                        id.clone(),
+                        Answer::Error(serde_json::to_value(error).unwrap_or(Value::Null)),
+                    );
+                }
+                _ => {}
+            }
+            if !rpc.from_client {
+                let m = Inbound {
+                    index: inbound.len(),
+                    message: rpc.message.clone(),
+                    at: std::time::Instant::now(),
+                };
+                if m.is("turn/completed")
+                    && let Some(id) = m.turn_id()
+                {
+                    completed.insert(id.to_string(), m.clone());
+                }
+                inbound.push((rpc.at, m));
+            }
+        }
+        let client_acts: Vec<Micros> = s
+            .rpcs
+            .iter()
+            .filter(|r| r.from_client && matches!(r.message, Message::Request { .. }))
+            .map(|r| r.at)
+            .collect();
+        for rpc in &s.rpcs {
+            match (&rpc.message, rpc.from_client) {
+                (Message::Request { id, method, params }, true) => {
+                    self.flush_waits(rpc.at);
+                    let answer = answers.get(id).map(|(_, a)| a.clone());
+                    let ctx = Ctx {
+                        at: rpc.at,
+                        inbound: &inbound,
+                        completed: &completed,
+                        client_acts: &client_acts,
+                    };
+                    self.client_request(method, params, answer, &ctx)?;
+                }
+                (Message::Request { id, method, params }, false) => {
+                    let answer = client_answers
+                        .get(id)
+                        .cloned()
+                        .unwrap_or(Answer::Unanswered);
+                    self.server_request(rpc.at, method, params, answer);
+                }
+                (Message::Notification { method, .. }, true) if method != "initialized" => {
+                    self.notes.push(format!(
+                        "the client's notification {method} is not replayed"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn client_request(
+        &mut self,
+        method: &str,
+        params: &Value,
+        answer: Option<Result<Value, Value>>,
+        ctx: &Ctx<'_>,
+    ) -> anyhow::Result<()> {
+        if method.starts_with("account/login") {
+            bail!(
+                "the client logged in through the app-server ({method}): a replay would need its \
+                 credentials, so nothing was written; log in outside the recorded session"
+            );
+        }
+        let at = ctx.at;
+        let when = format!(
+            "client, +{:.2} s",
+            (at.saturating_sub(self.origin)) as f64 / 1e6
+        );
+        match method {
+            "initialize" => {
+                self.experimental_api = Some(
+                    params.pointer("/capabilities/experimentalApi") == Some(&Value::Bool(true)),
+                );
+            }
+            "thread/start"
+                if self.steps.is_empty()
+                    && self.thread_table.is_none()
+                    && matches!(answer, Some(Ok(_))) =>
+            {
+                let mut p = self.subst(params).as_object().cloned().unwrap_or_default();
+                if p.get("cwd").and_then(Value::as_str) == Some("$workspace") {
+                    p.remove("cwd");
+                }
+                self.thread_table = Some(p);
+                if let Some(Ok(result)) = &answer
+                    && let Some(id) = result.pointer("/thread/id").and_then(Value::as_str)
+                {
+                    self.vars.insert(id.to_string(), "thread".into());
+                    self.taken.push("thread".into());
+                }
+            }
+            "turn/start" => self.turn(params, answer, ctx, when),
+            "turn/steer" | "turn/interrupt" => {
+                self.steer_or_interrupt(method, params, answer, at, when)
+            }
+            _ => {
+                let params = self.subst(params);
+                let expect_error = match &answer {
+                    Some(Err(e)) => {
+                        Some(json!({"code": e.get("code").cloned().unwrap_or(Value::Null)}))
+                    }
+                    _ => None,
+                };
+                let step = self.push(
+                    at,
+                    Kind::Request {
+                        method: method.into(),
+                        params,
+                        expect_error,
+                    },
+                    format!("{when}: {method}"),
+                );
+                if let Some(Ok(result)) = &answer {
+                    self.offer(step, result, "");
+                }
+                if method == "thread/start"
+                    && self.thread_table.is_none()
+                    && !self.taken.contains(&"thread".to_string())
+                    && let Some(Ok(result)) = &answer
+                    && let Some(id) = result.pointer("/thread/id").and_then(Value::as_str)
+                {
+                    // The thread the replay's turns run on: bound as `$thread` at once.
+                    self.candidates.remove(id);
+                    self.steps[step]
+                        .capture
+                        .push(("thread".into(), "/thread/id".into()));
+                    self.vars.insert(id.to_string(), "thread".into());
+                    self.taken.push("thread".into());
+                }
+                if answer.is_none() {
+                    self.notes.push(format!(
+                        "{method} ({when}) got no answer before the session ended"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn turn(
+        &mut self,
+        params: &Value,
+        answer: Option<Result<Value, Value>>,
+        ctx: &Ctx<'_>,
+        when: String,
+    ) {
+        let result = match answer {
+            Some(Ok(r)) => r,
+            other => {
+                let params = self.subst(params);
+                let expect_error = other
+                    .and_then(Result::err)
+                    .map(|e| json!({"code": e.get("code").cloned().unwrap_or(Value::Null)}));
+                self.push(
+                    ctx.at,
+                    Kind::Request {
+                        method: "turn/start".into(),
+                        params,
+                        expect_error,
+                    },
+                    format!("{when}: turn/start, refused"),
+                );
+                return;
+            }
+        };
+        let Some(turn_id) = result
+            .pointer("/turn/id")
+            .and_then(Value::as_str)
+            .map(String::from)
+        else {
+            self.notes.push(format!(
+                "turn/start ({when}) answered without a turn id: not replayed"
+            ));
+            return;
+        };
+        self.turns += 1;
+        let thread = params
+            .get("threadId")
+            .map(|t| self.subst(t))
+            .and_then(|t| t.as_str().map(String::from))
+            .filter(|t| t != "$thread");
+        let input = match params.get("input") {
+            Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
+                self.subst(&items[0]["text"])
+            }
+            Some(other) => self.subst(other),
+            None => json!([]),
+        };
+        let mut rest = self.subst(params).as_object().cloned().unwrap_or_default();
+        rest.remove("threadId");
+        rest.remove("input");
+        let done = ctx.completed.get(&turn_id);
+        let (expect, done_at) = match done {
+            Some(done) => (
+                self.turn_expect(&turn_id, params, &result, ctx, done),
+                ctx.at_of(done),
+            ),
+            None => {
+                self.notes.push(format!("turn {} ({when}) never completed in the recording: the replay does not wait for it", self.turns));
+                (Map::new(), Micros::MAX)
+            }
+        };
+        // The client acted before the turn ended (a steer, an interrupt, another request):
+        // the replay must not wait for it either.
+        let wait = done.is_some() && !ctx.client_acts.iter().any(|&t| t > ctx.at && t < done_at);
+        if let Some((old, step)) = self.latest_turn.take() {
+            self.vars.remove(&old);
+            self.candidates.insert(
+                old,
+                Candidate {
+                    step,
+                    pointer: "/id".into(),
+                    base: "turn".into(),
+                },
+            );
+        }
+        self.vars.insert(turn_id.clone(), "turn".into());
+        let kind = Kind::Turn {
+            thread,
+            input,
+            params: rest,
+            wait,
+            expect: if wait { expect.clone() } else { Map::new() },
+        };
+        let step = self.push(
+            ctx.at,
+            kind,
+            format!("{when}: turn/start (turn {})", self.turns),
+        );
+        if wait {
+            self.latest_turn = Some((turn_id, step));
+        } else if done.is_some() {
+            let comment = format!(
+                "codex, +{:.2} s: turn/completed (turn {})",
+                done_at.saturating_sub(self.origin) as f64 / 1e6,
+                self.turns
+            );
+            self.pending_waits.push((done_at, turn_id, expect, comment));
+        }
+    }
+
+    /// What the replay expects of a completed turn: its status and final text.
+    fn turn_expect(
+        &mut self,
+        turn_id: &str,
+        params: &Value,
+        result: &Value,
+        ctx: &Ctx<'_>,
+        done: &Inbound,
+    ) -> Map<String, Value> {
+        let started = StartedTurn {
+            id: turn_id.to_string(),
+            thread_id: params
+                .get("threadId")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            cursor: 0,
+            result: result.clone(),
+            model: String::new(),
+        };
+        let after = ctx
+            .inbound
+            .iter()
+            .filter(|(t, _)| *t >= ctx.at)
+            .map(|(_, m)| m.clone());
+        let turn = collect_turn(started, after, done);
+        let mut expect = Map::new();
+        expect.insert("status".into(), json!(turn.status.as_str()));
+        let text = turn.final_response();
+        if !text.is_empty() {
+            expect.insert("finalResponse".into(), self.subst(&json!(text)));
+        }
+        expect
+    }
+
+    fn steer_or_interrupt(
+        &mut self,
+        method: &str,
+        params: &Value,
+        answer: Option<Result<Value, Value>>,
+        at: Micros,
+        when: String,
+    ) {
+        let count = self
+            .exchanges
+            .iter()
+            .filter(|e| e.is_model_request() && e.request_at < at)
+            .count();
+        if count > self.last_wait_requests {
+            self.push(
+                at,
+                Kind::WaitRequests(count),
+                format!("the client acted once codex had sent {count} model request(s)"),
+            );
+            self.last_wait_requests = count;
+        }
+        let thread = params
+            .get("threadId")
+            .map(|t| self.subst(t))
+            .and_then(|t| t.as_str().map(String::from))
+            .filter(|t| t != "$thread");
+        let turn_field = if method == "turn/steer" {
+            "expectedTurnId"
+        } else {
+            "turnId"
+        };
+        let turn = params
+            .get(turn_field)
+            .map(|t| self.subst(t))
+            .and_then(|t| t.as_str().map(String::from))
+            .unwrap_or_else(|| "$turn".into());
+        let (expect, expect_error) = match &answer {
+            Some(Ok(r)) => (Some(self.subst(r)), None),
+            Some(Err(e)) => (
+                None,
+                Some(json!({"code": e.get("code").cloned().unwrap_or(Value::Null)})),
+            ),
+            None => (None, None),
+        };
+        let in_flight = self.in_flight(count, at);
+        if method == "turn/steer" {
+            let input = match params.get("input") {
+                Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
+                    self.subst(&items[0]["text"])
+                }
+                Some(other) => self.subst(other),
+                None => json!([]),
+            };
+            self.push(
+                at,
+                Kind::Steer {
+                    thread,
+                    turn,
+                    input,
+                    expect,
+                    expect_error,
+                },
+                format!("{when}: turn/steer"),
+            );
+            if let Some((pos, event)) = in_flight {
+                let gate = format!("steer_{}", self.gates.len() + 1);
+                self.gates.insert(pos, (gate.clone(), event));
+                self.push(
+                    at,
+                    Kind::Release(gate),
+                    format!("the model request in flight at the steer goes on from event {event}"),
+                );
+            }
+        } else {
+            self.push(
+                at,
+                Kind::Interrupt {
+                    thread,
+                    turn,
+                    expect,
+                    expect_error,
+                },
+                format!("{when}: turn/interrupt"),
+            );
+        }
+    }
+
+    /// The model request (its position among the scripted ones, and how many of its events
+    /// had arrived) that was still streaming at `at`, when it is the `count`th.
+    fn in_flight(&self, count: usize, at: Micros) -> Option<(usize, usize)> {
+        let pos = self
+            .exchanges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.is_model_request())
+            .nth(count.checked_sub(1)?)?
+            .0;
+        let e = self.exchanges[pos];
+        let arrived = e.events.iter().filter(|(t, _)| *t < at).count();
+        (arrived < e.events.len() && e.end == End::Completed).then_some((pos, arrived))
+    }
+
+    fn server_request(&mut self, at: Micros, method: &str, params: &Value, answer: Answer) {
+        *self.server_requests.entry(method.to_string()).or_default() += 1;
+        let _ = self.subst(params);
+        let answer = match answer {
+            Answer::Result(v) => Answer::Result(self.subst(&v)),
+            Answer::Error(v) => Answer::Error(self.subst(&v)),
+            Answer::Unanswered => {
+                self.notes
+                    .push(format!("the client never answered a {method}"));
+                Answer::Unanswered
+            }
+        };
+        let Some(step) = self.steps.iter().rposition(|s| s.at <= at) else {
+            self.notes.push(format!(
+                "{method} came before the client's first step: not replayed"
+            ));
+            return;
+        };
+        let list = self.replies_before.entry(step).or_default();
+        match list.iter().find(|(m, _)| m == method) {
+            Some((_, a)) if *a != answer => self.notes.push(format!(
+                "the client answered two {method} requests of one step differently: the file replays the first answer for both"
+            )),
+            Some(_) => {}
+            None => list.push((method.to_string(), answer)),
+        }
+    }
+
+    /// Writes `wait_turn` steps for the turns started with `wait = false` that ended before
+    /// `until`.
+    fn flush_waits(&mut self, until: Micros) {
+        self.pending_waits.sort_by_key(|w| w.0);
+        while self.pending_waits.first().is_some_and(|w| w.0 < until) {
+            let (at, turn_id, expect, comment) = self.pending_waits.remove(0);
+            let turn = match self.vars.get(&turn_id) {
+                Some(v) => format!("${v}"),
+                None => "$turn".into(),
+            };
+            let step = self.push(at, Kind::WaitTurn { turn, expect }, comment);
+            if self.vars.get(&turn_id).is_some_and(|v| v == "turn") {
+                self.latest_turn = Some((turn_id, step));
+            }
+        }
+    }
+
+    /// Remembers the ids in `result` (strings under keys `id` or `…Id`) as values a later
+    /// client message may name, bound from step `step`.
+    fn offer(&mut self, step: usize, result: &Value, pointer: &str) {
+        match result {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    if let Value::String(s) = v
+                        && (k == "id" || k.ends_with("Id"))
+                        && s.len() >= 6
+                        && !self.vars.contains_key(s)
+                    {
+                        let base = if k == "id" {
+                            pointer.rsplit('/').next().unwrap_or("id")
+                        } else {
+                            k.trim_end_matches("Id")
+                        };
+                        let base = snake(
+                            if base.is_empty() || base.chars().all(|c| c.is_ascii_digit()) {
+                                "id"
+                            } else {
+                                base
+                            },
+                        );
+                        self.candidates.entry(s.clone()).or_insert(Candidate {
+                            step,
+                            pointer: p.clone(),
+                            base,
+                        });
+                    } else {
+                        self.offer(step, v, &p);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    self.offer(step, v, &format!("{pointer}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `v` as the file writes it: known ids as variables (a candidate is bound on first
+    /// use), the recording's paths as `$workspace`/`$home`, a leading `$` doubled.
+    fn subst(&mut self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.subst_str(s)),
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.subst(i)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.subst(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn subst_str(&mut self, s: &str) -> String {
+        if let Some(name) = self.vars.get(s) {
+            return format!("${name}");
+        }
+        if let Some(c) = self.candidates.remove(s) {
+            let mut name = c.base.clone();
+            let mut n = 2;
+            while self.taken.contains(&name) {
+                name = format!("{}_{n}", c.base);
+                n += 1;
+            }
+            self.taken.push(name.clone());
+            self.steps[c.step].capture.push((name.clone(), c.pointer));
+            self.vars.insert(s.to_string(), name.clone());
+            return format!("${name}");
+        }
+        for (path, name) in &self.paths {
+            if s == path {
+                return format!("${name}");
+            }
+            if let Some(rest) = s.strip_prefix(path.as_str())
+                && rest.starts_with('/')
+                && !s.contains("${")
+            {
+                return format!("${{{name}}}{rest}");
+            }
+        }
+        if s.starts_with('$') {
+            format!("${s}")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+/// What a request's handling needs to see of its session.
+struct Ctx<'s> {
+    at: Micros,
+    inbound: &'s [(Micros, Inbound)],
+    completed: &'s HashMap<String, Inbound>,
+    client_acts: &'s [Micros],
+}
+
+impl Ctx<'_> {
+    fn at_of(&self, m: &Inbound) -> Micros {
+        self.inbound.get(m.index).map_or(Micros::MAX, |(t, _)| *t)
+    }
+}
+
+/// Whether an input item is a plain text item (written as the step's `input` text).
+fn only_text(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("text")
+        && item.as_object().is_some_and(|o| {
+            o.iter().all(|(k, v)| {
+                k == "type"
+                    || k == "text"
+                    || (k == "text_elements" && v.as_array().is_some_and(Vec::is_empty))
+            })
+        })
+}
+
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+/// Keys of a response object that echo the request (the instructions and the tool list):
+/// left out of recorded events, which stay readable; codex does not read them back.
+const ECHOED: &[&str] = &["instructions", "tools"];
+
+impl Builder<'_> {
+    fn render(&mut self, meta: &Meta, redactor: &mut Redactor) -> String {
+        let mut out = String::new();
+        let command = meta.command.join(" ");
+        out.push_str(&format!(
+            "# Recorded by `codex-parity record` on {} from: {command}\n",
+            meta.date
+        ));
+        out.push_str(&format!(
+            "# codex {}; model requests forwarded to {} and answered as recorded below.\n",
+            meta.codex_version, meta.upstream
+        ));
+        match meta.client_exit {
+            Some(0) => {}
+            Some(code) => out.push_str(&format!(
+                "# WARNING: the client exited with status {code}: this session may be incomplete.\n"
+            )),
+            None => out.push_str(
+                "# WARNING: a signal ended the client: this session may be incomplete.\n",
+            ),
+        }
+        out.push_str("# Never written: authorization, API-key and cookie headers, account and organisation ids");
+        if redactor.patterns().is_empty() {
+            out.push_str(".\n");
+        } else {
+            // The count is only known once the file is written: a marker filled in below.
+            out.push_str(&format!(
+                "; matches of --redact {} as <redacted> (REDACTED_COUNT).\n",
+                redactor.patterns().join(", ")
+            ));
+        }
+        out.push_str(&format!(
+            "name = {}\nid = {}\nsummary = {}\n",
+            string(&meta.name),
+            string(&meta.id),
+            string(&format!("recorded from {command}"))
+        ));
+        if self.thread_table.is_none() {
+            out.push_str(
+                "start_thread = false            # the client started its thread itself\n",
+            );
+        }
+        let websocket = self
+            .exchanges
+            .iter()
+            .any(|e| matches!(e.transport, Transport::WebSocket { .. }));
+        let mut codex = Vec::new();
+        if meta.approval_policy != "never" {
+            codex.push(format!(
+                "approval_policy = {}",
+                string(&meta.approval_policy)
+            ));
+        }
+        if meta.sandbox_mode != "danger-full-access" {
+            codex.push(format!("sandbox_mode = {}", string(&meta.sandbox_mode)));
+        }
+        if self.experimental_api == Some(false) {
+            codex.push("experimental_api = false".into());
+        }
+        if websocket {
+            codex.push("websocket = true".into());
+        }
+        if !codex.is_empty() {
+            out.push_str("\n[codex]                          # as the recording ran\n");
+            for line in codex {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        if let Some(table) = self.thread_table.clone().filter(|t| !t.is_empty()) {
+            out.push_str("\n[thread]                         # the client's thread/start\n");
+            for (k, v) in &table {
+                let v = redactor.value(v);
+                out.push_str(&format!("{} = {}\n", key(k), value(&v)));
+            }
+        }
+        let mut trimmed = false;
+        let exchanges = self.exchanges.clone();
+        for (pos, e) in exchanges.iter().enumerate() {
+            let (json, t) = self.response(pos, e, meta, redactor);
+            trimmed |= t;
+            out.push_str(&format!(
+                "\n[[response]]                     # {}\njson = {}\n",
+                describe(e, self.origin),
+                block(&json)
+            ));
+        }
+        if trimmed {
+            self.notes.push("the response objects of created/completed events are written without the instructions and tools they echo".into());
+        }
+        let mut registered: HashMap<String, Answer> = HashMap::new();
+        for (i, step) in self.steps.clone().iter().enumerate() {
+            for (method, answer) in self.replies_before.get(&i).cloned().unwrap_or_default() {
+                if registered.get(&method) == Some(&answer) {
+                    continue;
+                }
+                out.push_str(&format!("\n[[step]]                         # the client's answer to codex's {method}\ndo = \"reply\"\nmethod = {}\n", string(&method)));
+                match &answer {
+                    Answer::Result(v) => {
+                        out.push_str(&format!("result = {}\n", value(&redactor.value(v))))
+                    }
+                    Answer::Error(v) => {
+                        out.push_str(&format!("error = {}\n", value(&redactor.value(v))))
+                    }
+                    Answer::Unanswered => out.push_str("unanswered = true\n"),
+                }
+                registered.insert(method, answer);
+            }
+            out.push_str(&format!(
+                "\n[[step]]                         # {}\n",
+                step.comment
+            ));
+            out.push_str(&step_body(step, redactor));
+        }
+        let model = self
+            .exchanges
+            .iter()
+            .filter(|e| e.is_model_request())
+            .count();
+        out.push_str(&format!("\n[[check]]                        # codex sent this many model requests\non = \"requests\"\ncount = {model}\n"));
+        for (method, n) in &self.server_requests {
+            out.push_str(&format!("\n[[check]]                        # codex asked the client this\non = \"server_request\"\nmethod = {}\ncount = {n}\n", string(method)));
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\n# Notes:\n");
+            for n in &self.notes {
+                out.push_str(&format!("# - {n}\n"));
+            }
+        }
+        out.replace(
+            "REDACTED_COUNT",
+            &format!("{} replaced", redactor.matched()),
+        )
+    }
+
+    /// One scripted response as the sidecar's JSON text, and whether echoes were trimmed.
+    fn response(
+        &self,
+        pos: usize,
+        e: &Exchange,
+        meta: &Meta,
+        redactor: &mut Redactor,
+    ) -> (String, bool) {
+        let parse = |body: &Option<String>| -> Value {
+            let text = body.clone().unwrap_or_default();
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if e.is_compaction() {
+            let v = json!({"status": e.status, "endpoint": "compact", "body": redactor.value(&parse(&e.body))});
+            return (escape(&v).to_string(), false);
+        }
+        if e.status != 200 && e.status != 101 || matches!(e.end, End::UpstreamError { .. }) {
+            let v = json!({"status": e.status, "body": redactor.value(&parse(&e.body))});
+            return (escape(&v).to_string(), false);
+        }
+        let mut trimmed = false;
+        let events: Vec<String> = e
+            .events
+            .iter()
+            .map(|(_, ev)| {
+                let mut ev = ev.clone();
+                if let Some(r) = ev.get_mut("response").and_then(Value::as_object_mut) {
+                    for k in ECHOED {
+                        trimmed |= r.remove(*k).is_some();
+                    }
+                }
+                format!("  {}", escape(&redactor.value(&ev)))
+            })
+            .collect();
+        let mut extra = Vec::new();
+        if meta.timing {
+            let mut last = e.request_at;
+            let gaps: Vec<String> = e
+                .events
+                .iter()
+                .map(|(t, _)| {
+                    let gap = t.saturating_sub(last) / 1000;
+                    last = *t;
+                    gap.to_string()
+                })
+                .collect();
+            extra.push(format!("\"gap_ms\": [{}]", gaps.join(", ")));
+        }
+        if let Some((gate, event)) = self.gates.get(&pos) {
+            extra.push(format!("\"gates\": {{\"{gate}\": {event}}}"));
+        }
+        match e.end {
+            End::ClientClosed { .. } => extra.push(format!("\"stall_after\": {}", e.events.len())),
+            End::UpstreamClosed { .. } => {
+                extra.push(format!("\"disconnect_after\": {}", e.events.len()))
+            }
+            _ => {}
+        }
+        let extra = extra.iter().map(|x| format!(",\n {x}")).collect::<String>();
+        (
+            format!("{{\"events\": [\n{}\n]{extra}}}\n", events.join(",\n")),
+            trimmed,
+        )
+    }
+}
+
+/// A step's keys, one per line.
+fn step_body(step: &Step, redactor: &mut Redactor) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut kv = |k: &str, v: &Value| lines.push(format!("{k} = {}", value(&redactor.value(v))));
+    match &step.kind {
+        Kind::Request {
+            method,
+            params,
+            expect_error,
+        } => {
+            kv("do", &json!("request"));
+            kv("method", &json!(method));
+            kv("params", params);
+            if let Some(e) = expect_error {
+                kv("expect_error", e);
+            }
+        }
+        Kind::Turn {
+            thread,
+            input,
+            params,
+            wait,
+            expect,
+        } => {
+            kv("do", &json!("turn"));
+            if let Some(t) = thread {
+                kv("thread", &json!(t));
+            }
+            kv("input", input);
+            if !params.is_empty() {
+                kv("params", &Value::Object(params.clone()));
+            }
+            if !wait {
+                kv("wait", &json!(false));
+            }
+            if !expect.is_empty() {
+                kv("expect", &Value::Object(expect.clone()));
+            }
+        }
+        Kind::WaitTurn { turn, expect } => {
+            kv("do", &json!("wait_turn"));
+            kv("turn", &json!(turn));
+            if !expect.is_empty() {
+                kv("expect", &Value::Object(expect.clone()));
+            }
+        }
+        Kind::Steer {
+            thread,
+            turn,
+            input,
+            expect,
+            expect_error,
+        } => {
+            kv("do", &json!("steer"));
+            if let Some(t) = thread {
+                kv("thread", &json!(t));
+            }
+            kv("turn", &json!(turn));
+            kv("input", input);
+            if let Some(e) = expect {
+                kv("expect", e);
+            }
+            if let Some(e) = expect_error {
+                kv("expect_error", e);
+            }
+        }
+        Kind::Interrupt {
+            thread,
+            turn,
+            expect,
+            expect_error,
+        } => {
+            kv("do", &json!("interrupt"));
+            if let Some(t) = thread {
+                kv("thread", &json!(t));
+            }
+            kv("turn", &json!(turn));
+            if let Some(e) = expect {
+                kv("expect", e);
+            }
+            if let Some(e) = expect_error {
+                kv("expect_error", e);
+            }
+        }
+        Kind::WaitRequests(n) => {
+            kv("do", &json!("wait_requests"));
+            kv("count", &json!(n));
+        }
+        Kind::Release(gate) => {
+            kv("do", &json!("release"));
+            kv("gate", &json!(gate));
+        }
+        Kind::Restart => kv("do", &json!("restart")),
+    }
+    if !step.capture.is_empty() {
+        let capture: Map<String, Value> = step
+            .capture
+            .iter()
+            .map(|(k, p)| (k.clone(), json!(p)))
+            .collect();
+        lines.push(format!("capture = {}", value(&Value::Object(capture))));
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// A response's comment: which request it answers and how it went.
+fn describe(e: &Exchange, origin: Micros) -> String {
+    let transport = match e.transport {
+        Transport::Http => "HTTP",
+        Transport::WebSocket { .. } => "WebSocket",
+    };
+    let span = e
+        .events
+        .last()
+        .map_or(0, |(t, _)| t.saturating_sub(e.request_at));
+    let end = match &e.end {
+        End::Completed => String::new(),
+        End::ClientClosed { .. } => ", then codex went away".into(),
+        End::UpstreamClosed { .. } => ", then the upstream closed".into(),
+        End::UpstreamError { message } => format!(", upstream error: {message}"),
+    };
+    format!(
+        "model request #{}, +{:.2} s: {} {} ({transport}), {} event(s) over {:.2} s{end}",
+        e.index + 1,
+        e.request_at.saturating_sub(origin) as f64 / 1e6,
+        e.method,
+        e.path,
+        e.events.len(),
+        span as f64 / 1e6
+    )
+}
+
+/// A value whose strings that start with `$` are doubled, so the scenario file reads them
+/// as literal text.
+fn escape(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.starts_with('$') => Value::String(format!("${s}")),
+        Value::Array(items) => Value::Array(items.iter().map(escape).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), escape(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::timeline::Rpc;
+    use std::path::Path;
+
+    const WS: &str = "/work/client";
+
+    /// A session built line by line: `c` the client sends, `x` codex sends, at `t` ms.
+    struct S(AppSession);
+
+    impl S {
+        fn new() -> S {
+            let mut s = S(AppSession {
+                cwd: WS.into(),
+                ..AppSession::default()
+            });
+            s.c(0, json!({"id": 0, "method": "initialize", "params": {"capabilities": {"experimentalApi": true}}}));
+            s.x(1, json!({"id": 0, "result": {}}));
+            s.c(2, json!({"method": "initialized"}));
+            s
+        }
+        fn line(&mut self, t: u64, from_client: bool, v: Value) -> &mut S {
+            let message = Message::from_value(v).unwrap();
+            self.0.rpcs.push(Rpc {
+                at: t * 1000,
+                from_client,
+                message,
+            });
+            self
+        }
+        fn c(&mut self, t: u64, v: Value) -> &mut S {
+            self.line(t, true, v)
+        }
+        fn x(&mut self, t: u64, v: Value) -> &mut S {
+            self.line(t, false, v)
+        }
+        fn thread(&mut self, t: u64) -> &mut S {
+            self.c(
+                t,
+                json!({"id": 1, "method": "thread/start", "params": {"cwd": WS}}),
+            )
+            .x(
+                t + 1,
+                json!({"id": 1, "result": {"thread": {"id": "thr_0001"}}}),
+            )
+        }
+        fn turn(&mut self, t: u64, id: i64, turn: &str, text: &str) -> &mut S {
+            let input = json!([{"type": "text", "text": text}]);
+            self.c(t, json!({"id": id, "method": "turn/start", "params": {"threadId": "thr_0001", "input": input}}))
+                .x(t + 1, json!({"id": id, "result": {"turn": {"id": turn}}}))
+        }
+        fn done(&mut self, t: u64, turn: &str, status: &str, said: &str) -> &mut S {
+            let item = json!({"type": "agentMessage", "id": "m1", "text": said});
+            self.x(t, json!({"method": "item/completed", "params": {"threadId": "thr_0001", "turnId": turn, "item": item}}))
+                .x(t + 1, json!({"method": "turn/completed", "params": {"threadId": "thr_0001", "turn": {"id": turn, "status": status}}}))
+        }
+    }
+
+    fn model(index: usize, at_ms: u64, event_ms: &[u64], end: End) -> Exchange {
+        let events = event_ms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t * 1000, json!({"type": format!("e{i}"), "response": {"id": "r", "instructions": "long"}})))
+            .collect();
+        Exchange {
+            index,
+            transport: Transport::Http,
+            method: "POST".into(),
+            path: "/responses".into(),
+            request_at: at_ms * 1000,
+            request: json!({"input": []}),
+            status: 200,
+            headers: vec![],
+            events,
+            body: None,
+            end,
+        }
+    }
+
+    fn meta() -> Meta {
+        Meta {
+            name: "rec".into(),
+            id: "REC-1".into(),
+            command: vec!["client".into(), "plain".into()],
+            codex_version: "0.171.0".into(),
+            upstream: "http://127.0.0.1:1/v1".into(),
+            date: "2026-12-02".into(),
+            client_exit: Some(0),
+            home: "/tmp/rec/codex-home".into(),
+            approval_policy: "never".into(),
+            sandbox_mode: "danger-full-access".into(),
+            timing: false,
+        }
+    }
+
+    /// Writes the file and reads it back with the scenario-file reader.
+    fn written(sessions: &[AppSession], exchanges: &[Exchange]) -> Written {
+        let w = write(sessions, exchanges, &meta(), &mut Redactor::default()).unwrap();
+        if let Err(problems) = load::compile(Path::new("rec.toml"), &w.text) {
+            panic!("{}\n{problems:?}", w.text);
+        }
+        w
+    }
+
+    use crate::scenario_file::load;
+
+    #[test]
+    fn a_plain_turn_becomes_a_turn_step_with_its_status_and_text() {
+        let mut s = S::new();
+        s.thread(10).turn(20, 2, "turn_0001", "say hello").done(
+            30,
+            "turn_0001",
+            "completed",
+            "hello",
+        );
+        let w = written(&[s.0], &[model(0, 21, &[22, 23], End::Completed)]);
+        let t = &w.text;
+        assert!(
+            !t.contains("[thread]") && !t.contains("start_thread"),
+            "{t}"
+        );
+        assert!(!t.contains("cwd"), "the workspace is the default cwd: {t}");
+        assert!(t.contains("do = \"turn\"\ninput = \"say hello\"\nexpect = { status = \"completed\", finalResponse = \"hello\" }"), "{t}");
+        assert!(t.contains("on = \"requests\"\ncount = 1"), "{t}");
+        assert!(!t.contains("\"long\""), "echoes are trimmed: {t}");
+        assert_eq!((w.turns, w.responses), (1, 1));
+    }
+
+    #[test]
+    fn a_steer_waits_for_its_request_and_holds_the_response_at_a_gate() {
+        let mut s = S::new();
+        s.thread(10).turn(20, 2, "turn_0001", "write a list");
+        s.c(300, json!({"id": 3, "method": "turn/steer", "params": {"threadId": "thr_0001", "expectedTurnId": "turn_0001", "input": [{"type": "text", "text": "bananas"}]}}))
+            .x(301, json!({"id": 3, "result": {"turnId": "turn_0001"}}))
+            .done(900, "turn_0001", "completed", "fruit");
+        let w = written(
+            &[s.0],
+            &[
+                model(0, 25, &[100, 800], End::Completed),
+                model(1, 850, &[860], End::Completed),
+            ],
+        );
+        let t = &w.text;
+        let order = [
+            "wait = false",
+            "do = \"wait_requests\"\ncount = 1",
+            "do = \"steer\"\nturn = \"$turn\"\ninput = \"bananas\"\nexpect = { turnId = \"$turn\" }",
+            "do = \"release\"\ngate = \"steer_1\"",
+            "do = \"wait_turn\"\nturn = \"$turn\"\nexpect = { status = \"completed\", finalResponse = \"fruit\" }",
+        ];
+        let mut at = 0;
+        for part in order {
+            let found = t[at..]
+                .find(part)
+                .unwrap_or_else(|| panic!("{part:?} after byte {at} in\n{t}"));
+            at += found + part.len();
+        }
+        assert!(t.contains("\"gates\": {\"steer_1\": 1}"), "{t}");
+    }
+
+    #[test]
+    fn an_interrupted_response_stalls_after_what_codex_got() {
+        let mut s = S::new();
+        s.thread(10).turn(20, 2, "turn_0001", "take your time");
+        s.c(300, json!({"id": 3, "method": "turn/interrupt", "params": {"threadId": "thr_0001", "turnId": "turn_0001"}}))
+            .x(301, json!({"id": 3, "result": {}}))
+            .x(310, json!({"method": "turn/completed", "params": {"threadId": "thr_0001", "turn": {"id": "turn_0001", "status": "interrupted"}}}));
+        let w = written(
+            &[s.0],
+            &[model(0, 25, &[30], End::ClientClosed { at: 305_000 })],
+        );
+        assert!(w.text.contains("\"stall_after\": 1"), "{}", w.text);
+        assert!(
+            w.text
+                .contains("do = \"interrupt\"\nturn = \"$turn\"\nexpect = {}"),
+            "{}",
+            w.text
+        );
+        assert!(
+            w.text.contains("expect = { status = \"interrupted\" }"),
+            "{}",
+            w.text
+        );
+    }
+
+    #[test]
+    fn a_server_request_is_answered_by_a_reply_before_its_turn_and_counted() {
+        let mut s = S::new();
+        s.thread(10).turn(20, 2, "turn_0001", "look it up");
+        s.x(40, json!({"id": 0, "method": "item/tool/call", "params": {"threadId": "thr_0001", "turnId": "turn_0001", "callId": "call_1", "tool": "lookup"}}))
+            .c(41, json!({"id": 0, "result": {"success": true, "contentItems": [{"type": "inputText", "text": "costs $5"}]}}))
+            .done(60, "turn_0001", "completed", "done");
+        let w = written(
+            &[s.0],
+            &[
+                model(0, 25, &[30], End::Completed),
+                model(1, 45, &[50], End::Completed),
+            ],
+        );
+        let t = &w.text;
+        let reply = t.find("do = \"reply\"\nmethod = \"item/tool/call\"\nresult = { success = true, contentItems = [{ type = \"inputText\", text = \"costs $5\" }] }").unwrap_or_else(|| panic!("{t}"));
+        assert!(reply < t.find("do = \"turn\"").unwrap(), "{t}");
+        assert!(
+            t.contains("on = \"server_request\"\nmethod = \"item/tool/call\"\ncount = 1"),
+            "{t}"
+        );
+        assert_eq!(w.answered, 1);
+    }
+
+    #[test]
+    fn ids_codex_gave_become_captures_and_paths_variables() {
+        let mut s = S::new();
+        s.thread(10);
+        s.c(12, json!({"id": 5, "method": "thread/fork", "params": {"threadId": "thr_0001", "cwd": format!("{WS}/sub"), "note": "$HOME"}}))
+            .x(13, json!({"id": 5, "result": {"thread": {"id": "thr_fork01"}}}));
+        let input = json!([{"type": "text", "text": "hi"}]);
+        s.c(20, json!({"id": 2, "method": "turn/start", "params": {"threadId": "thr_fork01", "input": input}}))
+            .x(21, json!({"id": 2, "result": {"turn": {"id": "turn_0001"}}}))
+            .x(30, json!({"method": "turn/completed", "params": {"threadId": "thr_fork01", "turn": {"id": "turn_0001", "status": "completed"}}}));
+        let w = written(&[s.0], &[model(0, 22, &[25], End::Completed)]);
+        let t = &w.text;
+        assert!(t.contains("params = { threadId = \"$thread\", cwd = \"${workspace}/sub\", note = \"$$HOME\" }\ncapture = { thread_2 = \"/thread/id\" }"), "{t}");
+        assert!(t.contains("do = \"turn\"\nthread = \"$thread_2\""), "{t}");
+    }
+
+    #[test]
+    fn a_second_app_server_is_a_restart() {
+        let mut a = S::new();
+        a.thread(10)
+            .turn(20, 2, "turn_0001", "one")
+            .done(30, "turn_0001", "completed", "1");
+        let mut b = S::new();
+        b.0.started = 100_000;
+        for r in &mut b.0.rpcs {
+            r.at += 100_000;
+        }
+        b.c(
+            110,
+            json!({"id": 1, "method": "thread/resume", "params": {"threadId": "thr_0001"}}),
+        )
+        .x(
+            111,
+            json!({"id": 1, "result": {"thread": {"id": "thr_0001"}}}),
+        );
+        b.turn(120, 2, "turn_0002", "two")
+            .done(130, "turn_0002", "completed", "2");
+        let w = written(
+            &[a.0, b.0],
+            &[
+                model(0, 21, &[25], End::Completed),
+                model(1, 121, &[125], End::Completed),
+            ],
+        );
+        let t = &w.text;
+        assert!(
+            t.find("do = \"restart\"").unwrap()
+                < t.find("method = \"thread/resume\"\nparams = { threadId = \"$thread\" }")
+                    .unwrap(),
+            "{t}"
+        );
+        assert_eq!(w.turns, 2);
+    }
+
+    #[test]
+    fn no_turn_and_a_secret_are_refused() {
+        let mut s = S::new();
+        s.thread(10);
+        let err = write(&[s.0.clone()], &[], &meta(), &mut Redactor::default()).unwrap_err();
+        assert!(err.to_string().contains("the session had no turn"), "{err}");
+        s.turn(20, 2, "turn_0001", "my key is sk-test-secret-42")
+            .done(30, "turn_0001", "completed", "ok");
+        let mut r = Redactor::new(
+            &[],
+            vec![("sk-test-secret-42".into(), "the API key in $K".into())],
+        )
+        .unwrap();
+        let err = write(
+            &[s.0.clone()],
+            &[model(0, 21, &[25], End::Completed)],
+            &meta(),
+            &mut r,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("holds the API key in $K"), "{err}");
+        assert!(!err.to_string().contains("sk-test-secret-42"), "{err}");
+        let mut r = Redactor::new(&["sk-test-[a-z0-9-]+".into()], vec![]).unwrap();
+        let w = write(
+            &[s.0],
+            &[model(0, 21, &[25], End::Completed)],
+            &meta(),
+            &mut r,
+        )
+        .unwrap();
+        assert!(
+            w.text.contains("input = \"my key is <redacted>\""),
+            "{}",
+            w.text
+        );
+        assert!(w.text.contains("(1 replaced)"), "{}", w.text);
+    }
+}
