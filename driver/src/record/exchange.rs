@@ -75,7 +75,8 @@ pub struct Exchange {
     pub request_at: Micros,
     /// The request body as JSON (`Value::Null` when empty or not JSON).
     pub request: Value,
-    /// The upstream's HTTP status (101 for WebSocket frames, 502 for [`End::UpstreamError`]).
+    /// The upstream's HTTP status (101 for WebSocket frames; for [`End::UpstreamError`] 502,
+    /// or the status with which the upstream refused a WebSocket upgrade).
     pub status: u16,
     /// The upstream's response headers, lower-cased, without any secret header
     /// (see [`is_secret_header`]).
