@@ -8,6 +8,7 @@ mod matrix;
 mod merge;
 #[cfg(test)]
 mod plan_options;
+mod record;
 mod review;
 mod run;
 mod schema_diff;
@@ -68,6 +69,41 @@ enum Command {
     /// directories removed before it exits.
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
+    /// Record one session of your own program into a scenario file: the client's JSON-RPC
+    /// with codex and codex's model requests, both as they happened (docs/record.md).
+    ///
+    /// COMMAND runs with a `codex` shim first on its PATH and in $CODEX_PARITY_CODEX; the
+    /// shim runs the real codex app-server (--codex-bin, --codex-version or the pinned
+    /// version) in a private CODEX_HOME (yours is not touched) and relays its stdio
+    /// unchanged. Codex's model requests go through a recording proxy to --upstream, with
+    /// the API key from --api-key-env passed through. The file replays with
+    /// `codex-parity run --scenarios DIR` on this and every other codex version.
+    ///
+    /// Never written: authorization, API-key and cookie headers, account ids, and matches
+    /// of --redact. A recording that holds the API key, or that logged in through the
+    /// app-server, is refused (a replay would need the secret).
+    ///
+    /// Examples:
+    ///   codex-parity record --out tests/codex/tool_turn.toml -- python3 my_client.py
+    ///   codex-parity record --codex-version 0.161.0 --out s.toml -- ./my-editor --headless
+    ///   codex-parity record --upstream http://127.0.0.1:8080/v1 --redact 'acct_[0-9]+' \
+    ///       --out s.toml -- cargo run --example my_client
+    ///
+    /// Exit status: 0 when the file was written and the client exited 0; 1 when the client
+    /// failed (the file is still written, marked as possibly incomplete); 2 when nothing was
+    /// written (no command, the upstream unreachable, the client never started codex, a
+    /// session without a turn, a secret in the recording).
+    #[command(verbatim_doc_comment)]
+    Record(record::RecordArgs),
+    /// (internal) What the `codex` shim of `record` runs.
+    #[command(name = "record-relay", hide = true)]
+    RecordRelay {
+        /// The recording's session directory.
+        session: PathBuf,
+        /// codex's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Review the pending expectations that `run --bless` (golden requests, golden
     /// transcripts) and `baselines audit --bless` (baselines) proposed: each is shown as a
     /// diff against its accepted file; nothing counts until it is accepted.
@@ -343,6 +379,8 @@ impl Cli {
             }
             Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
             Command::Run(args) => with_runtime(run::run(args)),
+            Command::Record(args) => with_runtime(record::record(args)),
+            Command::RecordRelay { session, args } => with_runtime(record::relay(session, args)),
             Command::Review(args) => exit_status(review::review(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
             Command::Bisect(args) => with_runtime(bisect::bisect(args)),

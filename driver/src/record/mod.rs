@@ -1,12 +1,27 @@
 //! Recording an integrator's own session (`codex-parity record`): a shim relays the
 //! client's JSON-RPC to the real `codex app-server`, a proxy forwards codex's model requests
 //! to the upstream, and both sides become one scenario file.
+//!
+//! The client side: [`shim`] is the `codex` the client runs, [`relay`] relays and logs its
+//! stdio, [`timeline`] reads the logs back. The model side: [`model_proxy::ModelProxy`]
+//! listens for codex, relays HTTP ([`http_relay`], SSE read by [`sse_events`]) and the
+//! Responses WebSocket ([`ws_relay`]) to the [`upstream::Upstream`], passing on the
+//! [`headers`] it should, and keeps what it recorded in a [`journal::Journal`] of
+//! [`exchange::Exchange`]s. [`writer`] makes one scenario file of both ([`toml_text`] spells
+//! its values, [`redact`] keeps secrets out); [`recorder`] runs a recording from start to end.
 
 pub mod exchange;
-
+pub mod headers;
+pub mod http_relay;
+pub mod journal;
+pub mod model_proxy;
+pub mod recorder;
 pub mod redact;
 pub mod relay;
 pub mod shim;
+pub mod sse_events;
 pub mod timeline;
 pub mod toml_text;
+pub mod upstream;
 pub mod writer;
+pub mod ws_relay;

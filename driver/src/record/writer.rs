@@ -987,7 +987,12 @@ impl Builder<'_> {
             let v = json!({"status": e.status, "endpoint": "compact", "body": redactor.value(&parse(&e.body))});
             return (escape(&v).to_string(), false);
         }
-        if e.status != 200 && e.status != 101 || matches!(e.end, End::UpstreamError { .. }) {
+        // Codex went away first (before any answer, its status is the proxy's own): the
+        // replay holds the response open after what codex got, until codex goes again.
+        let abandoned = matches!(e.end, End::ClientClosed { .. });
+        if !abandoned
+            && (e.status != 200 && e.status != 101 || matches!(e.end, End::UpstreamError { .. }))
+        {
             let v = json!({"status": e.status, "body": redactor.value(&parse(&e.body))});
             return (escape(&v).to_string(), false);
         }

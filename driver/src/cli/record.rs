@@ -1,0 +1,191 @@
+//! `codex-parity record`: one session of the integrator's own program, recorded from both
+//! sides into a scenario file (docs/record.md); and `record-relay`, the hidden command
+//! the shim runs in the client's process tree.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::install::{self, Cache, StderrProgress};
+use codex_parity::codex::versions;
+use codex_parity::record::recorder::{self, DEFAULT_UPSTREAM, RecordOptions};
+use codex_parity::record::relay;
+
+/// The arguments of `record`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecordArgs {
+    /// The codex binary the client's `codex` runs.
+    #[arg(
+        long = "codex-bin",
+        value_name = "PATH",
+        conflicts_with = "codex_version"
+    )]
+    codex_bin: Option<PathBuf>,
+    /// A codex version from npm (installed into the cache on first use); default: the
+    /// pinned version.
+    #[arg(long = "codex-version", value_name = "VERSION")]
+    codex_version: Option<String>,
+    /// Where codex's model requests are forwarded: the base URL of a Responses API.
+    #[arg(long, value_name = "URL", default_value = DEFAULT_UPSTREAM)]
+    upstream: String,
+    /// The scenario file to write.
+    #[arg(long, value_name = "FILE.toml")]
+    out: PathBuf,
+    /// The scenario's name (default: the file's name).
+    #[arg(long)]
+    name: Option<String>,
+    /// The scenario's id (default: REC-NAME).
+    #[arg(long)]
+    id: Option<String>,
+    /// Replace every match of this regular expression by <redacted> in the file and the
+    /// kept logs (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+    /// The variable holding the API key codex sends to the upstream (passed through, never
+    /// written).
+    #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
+    api_key_env: String,
+    /// The model codex uses (default: codex's own default model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Offer codex the Responses WebSocket (as `supports_websockets = true` does).
+    #[arg(long)]
+    websocket: bool,
+    /// Keep each response event's recorded gap in the file (`gap_ms`).
+    #[arg(long)]
+    timing: bool,
+    /// `approval_policy` codex runs with (as the file's replay will).
+    #[arg(long, value_name = "POLICY", default_value = "never")]
+    approval_policy: String,
+    /// `sandbox_mode` codex runs with (as the file's replay will).
+    #[arg(long, value_name = "MODE", default_value = "danger-full-access")]
+    sandbox: String,
+    /// Keep the recording's directory (the relayed lines and the model exchanges, redacted)
+    /// and print where.
+    #[arg(long)]
+    keep: bool,
+    /// The client to record and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Records the session; exit 0 when the client succeeded, 1 when it failed (the file is
+/// still written, marked), 2 when nothing was written.
+pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if args.command.is_empty() {
+        bail!(
+            "no command to record: give your client after `--`, e.g. \
+             `codex-parity record --out my.toml -- python3 my_client.py`"
+        );
+    }
+    let binary = binary(&args).await?;
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("finding codex-parity's own path: {e}"))?;
+    let options = RecordOptions {
+        binary: binary.clone(),
+        upstream: args.upstream.clone(),
+        out: args.out.clone(),
+        name: args.name,
+        id: args.id,
+        command: args.command.clone(),
+        redact: args.redact,
+        api_key_env: args.api_key_env,
+        model: args.model,
+        websocket: args.websocket,
+        timing: args.timing,
+        approval_policy: args.approval_policy,
+        sandbox_mode: args.sandbox,
+        keep: args.keep,
+        exe,
+    };
+    eprintln!(
+        "codex-parity: recording `{}` with codex {} (model requests to {})",
+        options
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+        binary.version,
+        options.upstream
+    );
+    let r = recorder::record(&options).await?;
+    let w = &r.written;
+    let lines = w.text.lines().count();
+    eprintln!(
+        "codex-parity: recorded {} app-server session(s): {} turn(s), {} scripted response(s) \
+         ({} request(s) forwarded), {} server request(s) answered",
+        r.sessions, w.turns, w.responses, r.forwarded, w.answered
+    );
+    eprintln!(
+        "codex-parity: wrote {} ({lines} lines, {} bytes)",
+        options.out.display(),
+        w.text.len()
+    );
+    for note in &w.notes {
+        eprintln!("  note: {note}");
+    }
+    if let Some(dir) = &r.kept {
+        eprintln!(
+            "codex-parity: kept the recording's directory: {}",
+            dir.display()
+        );
+    }
+    let dir = options
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or(".".into(), |p| p.display().to_string());
+    eprintln!(
+        "replay it: codex-parity run --scenarios {dir} --only-files --filter {} --codex-version {}",
+        options
+            .name
+            .clone()
+            .unwrap_or_else(|| name_of(&options.out)),
+        binary.version
+    );
+    Ok(match r.client_exit {
+        Some(0) => ExitCode::SUCCESS,
+        code => {
+            eprintln!(
+                "codex-parity: the client exited {}: the file is marked as possibly incomplete",
+                code.map_or("by a signal".into(), |c| format!("with status {c}"))
+            );
+            ExitCode::from(1)
+        }
+    })
+}
+
+fn name_of(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().replace(['-', ' ', '.'], "_"))
+        .unwrap_or_default()
+}
+
+/// The one codex binary of the recording.
+async fn binary(args: &RecordArgs) -> anyhow::Result<CodexBinary> {
+    let versions = match (&args.codex_bin, &args.codex_version) {
+        (Some(_), _) => vec![],
+        (None, Some(v)) => vec![v.clone()],
+        (None, None) => vec![versions::load()?.pinned.clone()],
+    };
+    let request = binaries::BinaryRequest {
+        paths: args.codex_bin.iter().cloned().collect(),
+        versions,
+        env: None,
+    };
+    let cache = Cache::from_env()?;
+    install::reserve(&cache, &request.versions);
+    let mut found = binaries::resolve_request(&request, &cache, &StderrProgress::new()).await?;
+    found
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no codex binary was found"))
+}
+
+/// The hidden `record-relay SESSION ARGS…` the shim runs.
+pub(crate) async fn relay(session: PathBuf, args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let code = relay::relay(&session, args).await?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
