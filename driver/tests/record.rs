@@ -1,0 +1,386 @@
+//! `codex-parity record` on the real codex, with a second sidecar playing the upstream
+//! Responses API (no real endpoint is reachable here) and two stand-in integrators: the
+//! Rust example `record_client` and `tests/record/client.py`. Each mode (a plain turn, a
+//! dynamic tool round trip, an approval, a steer, an interrupt) is recorded once per
+//! client; the test key reaches the upstream and never the file; every recording replays
+//! green on the recorded version with `run --scenarios`, and runs on the comparison set,
+//! where each cell is reported like any scenario's. Bad input is refused, naming the fix.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::versions;
+use codex_parity::harness::sidecar::{Sidecar, SidecarLauncher};
+use codex_parity_sidecar::mock::script::Scripted;
+use codex_parity_sidecar::wire::{bodies, events};
+use serde_json::Value;
+use support::{CODEX_PARITY, Sandbox, text};
+
+/// The key the client's environment carries: passed through to the upstream, never written.
+const KEY: &str = "sk-record-test-key-0123456789";
+
+/// The modes of the test clients, with what the upstream answers in each.
+fn script(mode: &str) -> Vec<Scripted> {
+    match mode {
+        "plain" => vec![Scripted::sse(bodies::assistant_reply("r1", "hello there"))],
+        "tool" => vec![
+            Scripted::sse(bodies::function_call_reply(
+                "r1",
+                "call_1",
+                "lookup",
+                r#"{"key":"x"}"#,
+            )),
+            Scripted::sse(bodies::assistant_reply("r2", "x is 42")),
+        ],
+        "approval" => vec![
+            Scripted::sse(bodies::one_item_reply(
+                "r1",
+                events::function_call("call_ap", "exec_command", r#"{"cmd":"touch approved.txt"}"#),
+            )),
+            Scripted::sse(bodies::assistant_reply("r2", "ran it")),
+        ],
+        "steer" => vec![
+            Scripted::sse(bodies::assistant_reply("r1", "apples, pears")).delay_ms(1500),
+            Scripted::sse(bodies::assistant_reply("r2", "apples, pears, bananas")),
+        ],
+        "interrupt" => {
+            vec![Scripted::sse(bodies::assistant_reply("r1", "too late")).delay_ms(5000)]
+        }
+        _ => vec![Scripted::sse(bodies::assistant_reply("r1", "hello there"))],
+    }
+}
+
+/// `record`'s extra arguments per mode (the approval needs codex to ask).
+fn record_args(mode: &str) -> Vec<&'static str> {
+    match mode {
+        "approval" => vec![
+            "--approval-policy",
+            "on-request",
+            "--sandbox",
+            "workspace-write",
+        ],
+        _ => vec![],
+    }
+}
+
+const MODES: [&str; 5] = ["plain", "tool", "approval", "steer", "interrupt"];
+
+async fn pinned() -> CodexBinary {
+    let v = versions::load().unwrap().pinned;
+    binaries::resolve_spec(&v, &Cache::from_env().unwrap(), &StderrProgress::new())
+        .await
+        .unwrap()
+}
+
+/// The comparison set: `CODEX_TEST_BINS` when set, else the versions installed from npm.
+async fn comparison_set() -> Vec<CodexBinary> {
+    let request = binaries::BinaryRequest {
+        paths: vec![],
+        versions: versions::load().unwrap().compare.clone(),
+        env: std::env::var_os(binaries::CODEX_TEST_BINS),
+    };
+    binaries::resolve_request(
+        &request,
+        &Cache::from_env().unwrap(),
+        &StderrProgress::new(),
+    )
+    .await
+    .unwrap()
+}
+
+/// The command line of a test client in `language`.
+fn client(language: &str, mode: &str) -> Vec<String> {
+    match language {
+        "rust" => {
+            // Examples are built beside the test binaries (target/debug/examples).
+            let exe = std::env::current_exe().unwrap();
+            let example = exe
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("examples/record_client");
+            assert!(
+                example.exists(),
+                "{} is missing: `cargo test` builds the examples",
+                example.display()
+            );
+            vec![example.display().to_string(), mode.into()]
+        }
+        _ => vec![
+            "python3".into(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/record/client.py")
+                .display()
+                .to_string(),
+            mode.into(),
+        ],
+    }
+}
+
+/// An upstream sidecar with `mode`'s script.
+async fn upstream(mode: &str) -> Sidecar {
+    let sidecar = Sidecar::start(&SidecarLauncher::codex_parity(CODEX_PARITY))
+        .await
+        .unwrap();
+    sidecar.enqueue(&script(mode)).await.unwrap();
+    sidecar
+}
+
+/// `codex-parity record` of `client` in the sandbox, into `out`.
+fn record(
+    sandbox: &Sandbox,
+    codex: &Path,
+    upstream: &str,
+    out: &Path,
+    extra: &[&str],
+    client: &[String],
+) -> Output {
+    let mut args: Vec<String> = vec![
+        "record".into(),
+        "--codex-bin".into(),
+        codex.display().to_string(),
+        "--upstream".into(),
+        upstream.into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(client.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = sandbox.command(&args);
+    cmd.env("OPENAI_API_KEY", KEY);
+    support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(90),
+        "codex-parity record",
+    )
+}
+
+/// Records every mode with one client's language into `dir`; returns the files.
+async fn record_all(language: &str, dir: &Path, codex: &CodexBinary) -> Vec<PathBuf> {
+    let sandbox = Sandbox::new();
+    let mut files = Vec::new();
+    for mode in MODES {
+        let upstream = upstream(mode).await;
+        let out = dir.join(format!("{language}_{mode}.toml"));
+        let output = record(
+            &sandbox,
+            &codex.path,
+            upstream.base_url(),
+            &out,
+            &record_args(mode),
+            &client(language, mode),
+        );
+        assert!(
+            output.status.success(),
+            "recording {language} {mode}: {}",
+            text(&output)
+        );
+        let file = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            !file.contains(KEY),
+            "the key is in {}:\n{file}",
+            out.display()
+        );
+        assert!(
+            !text(&output).contains(KEY),
+            "the key is in record's output"
+        );
+        let requests = upstream.requests(1, Duration::from_secs(5)).await.unwrap();
+        let auth = requests[0].headers.get("authorization").cloned();
+        assert_eq!(
+            auth.as_deref(),
+            Some(format!("Bearer {KEY}").as_str()),
+            "the key reached the upstream"
+        );
+        let _ = upstream.shutdown().await;
+        println!("--- {}\n{file}", out.display());
+        files.push(out);
+    }
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+    files
+}
+
+/// Each file's cells of a `run --report DIR`'s results.json: (scenario, version, status).
+fn cells(report: &Path) -> Vec<(String, String, String)> {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap())
+            .unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            (s("scenario"), s("codex_version"), s("status"))
+        })
+        .collect()
+}
+
+async fn recordings_replay(language: &str) {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = record_all(language, dir.path(), &codex).await;
+    let sandbox = Sandbox::with_real_baselines();
+    let report = dir.path().join("report");
+    let scenarios = dir.path().display().to_string();
+    let (output, _) = sandbox.run(&[
+        "run",
+        "--scenarios",
+        &scenarios,
+        "--only-files",
+        "--codex-bin",
+        &codex.path.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert!(
+        output.status.success(),
+        "the recordings replay on {}: {}",
+        codex.version,
+        text(&output)
+    );
+    let got = cells(&report);
+    assert_eq!(got.len(), files.len(), "{got:?}");
+    assert!(got.iter().all(|(_, _, s)| s == "passed"), "{got:?}");
+    // The comparison set: every recording runs on every version, reported like any cell.
+    let set = comparison_set().await;
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--scenarios".into(),
+        scenarios.clone(),
+        "--only-files".into(),
+    ];
+    for b in &set {
+        args.extend(["--codex-bin".into(), b.path.display().to_string()]);
+    }
+    let report = dir.path().join("report-set");
+    args.extend(["--report".into(), report.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (output, _) = sandbox.run(&args);
+    println!("{}", text(&output));
+    let got = cells(&report);
+    assert_eq!(got.len(), files.len() * set.len(), "{got:?}");
+    let known = ["passed", "drift", "contradicts", "failed", "not_applicable"];
+    assert!(
+        got.iter().all(|(_, _, s)| known.contains(&s.as_str())),
+        "{got:?}"
+    );
+    let on_recorded: Vec<_> = got.iter().filter(|(_, v, _)| *v == codex.version).collect();
+    assert!(
+        on_recorded.iter().all(|(_, _, s)| s == "passed"),
+        "{on_recorded:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_client_recordings_replay_on_every_version() {
+    recordings_replay("rust").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_client_recordings_replay_on_every_version() {
+    recordings_replay("python").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_file_reads_like_a_hand_written_one() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream("tool").await;
+    let out = dir.path().join("tool_turn.toml");
+    let output = record(
+        &Sandbox::new(),
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &[],
+        &client("python", "tool"),
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let file = std::fs::read_to_string(&out).unwrap();
+    // What the session showed, as the catalogue would write it.
+    for part in [
+        "name = \"tool_turn\"",
+        "dynamicTools = [{ name = \"lookup\"",
+        "do = \"reply\"\nmethod = \"item/tool/call\"\nresult = { success = true, contentItems = [{ type = \"inputText\", text = \"x is 42\" }] }",
+        "do = \"turn\"\ninput = \"look up the key x\"\nexpect = { status = \"completed\", finalResponse = \"x is 42\" }",
+        "on = \"requests\"\ncount = 2",
+        "on = \"server_request\"\nmethod = \"item/tool/call\"\ncount = 1",
+    ] {
+        assert!(file.contains(part), "{part:?} not in\n{file}");
+    }
+    assert!(
+        !file.contains(&dir.path().display().to_string()),
+        "no path of the recording: {file}"
+    );
+    assert!(
+        text(&output).contains("replay it: codex-parity run --scenarios"),
+        "{}",
+        text(&output)
+    );
+    let _ = upstream.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_naming_what_to_do() {
+    let codex = pinned().await;
+    let sandbox = Sandbox::new();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.toml");
+    let codex_bin = codex.path.display().to_string();
+    let out_s = out.display().to_string();
+    // No command.
+    let (o, _) = sandbox.run(&["record", "--codex-bin", &codex_bin, "--out", &out_s]);
+    support::assert_exit_2_naming(&o, "no command to record");
+    // An upstream that refuses.
+    let refused = "http://127.0.0.1:9/v1";
+    let o = record(
+        &sandbox,
+        &codex.path,
+        refused,
+        &out,
+        &[],
+        &client("python", "plain"),
+    );
+    support::assert_exit_2_naming(&o, refused);
+    // A client that exits at once, never starting codex.
+    let upstream = upstream("plain").await;
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &[],
+        &client("python", "exit-at-once"),
+    );
+    support::assert_exit_2_naming(&o, "never started `codex app-server`");
+    assert!(text(&o).contains("CODEX_PARITY_CODEX"), "{}", text(&o));
+    assert!(!out.exists(), "nothing is written");
+    // A client that fails after its session: the file is written, marked; exit 1.
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &[],
+        &client("python", "fail"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        file.contains("# WARNING: the client exited with status 3"),
+        "{file}"
+    );
+    let _ = upstream.shutdown().await;
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+}
