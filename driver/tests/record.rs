@@ -331,6 +331,48 @@ async fn a_recorded_file_reads_like_a_hand_written_one() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_websocket_session_is_recorded_and_replays() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream("tool").await;
+    let out = dir.path().join("ws_tool.toml");
+    let sandbox = Sandbox::new();
+    let client = client("rust", "tool");
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &["--websocket"],
+        &client,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.contains("websocket = true"), "{file}");
+    assert!(
+        file.contains("(WebSocket)") && file.contains("on = \"requests\"\ncount = 2"),
+        "{file}"
+    );
+    assert!(!file.contains(KEY), "{file}");
+    let _ = upstream.shutdown().await;
+    let scenarios = dir.path().display().to_string();
+    let bin = codex.path.display().to_string();
+    let (o, _) = Sandbox::with_real_baselines().run(&[
+        "run",
+        "--scenarios",
+        &scenarios,
+        "--only-files",
+        "--codex-bin",
+        &bin,
+    ]);
+    assert!(
+        o.status.success(),
+        "the WebSocket recording replays: {}",
+        text(&o)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_naming_what_to_do() {
     let codex = pinned().await;
     let sandbox = Sandbox::new();

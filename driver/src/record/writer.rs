@@ -919,7 +919,7 @@ impl Builder<'_> {
             trimmed |= t;
             out.push_str(&format!(
                 "\n[[response]]                     # {}\njson = {}\n",
-                describe(e, self.origin),
+                describe(e, pos, self.origin),
                 block(&json)
             ));
         }
@@ -1148,7 +1148,7 @@ fn step_body(step: &Step, redactor: &mut Redactor) -> String {
 }
 
 /// A response's comment: which request it answers and how it went.
-fn describe(e: &Exchange, origin: Micros) -> String {
+fn describe(e: &Exchange, pos: usize, origin: Micros) -> String {
     let transport = match e.transport {
         Transport::Http => "HTTP",
         Transport::WebSocket { .. } => "WebSocket",
@@ -1165,7 +1165,7 @@ fn describe(e: &Exchange, origin: Micros) -> String {
     };
     format!(
         "model request #{}, +{:.2} s: {} {} ({transport}), {} event(s) over {:.2} s{end}",
-        e.index + 1,
+        pos + 1,
         e.request_at.saturating_sub(origin) as f64 / 1e6,
         e.method,
         e.path,
