@@ -1,37 +1,58 @@
 //! A stand-in integrator program for the tests of `codex-parity record`.
 //!
-//! It launches `codex app-server` itself, as an integrator's program would, and speaks its
-//! JSON-RPC over stdio: one JSON object per line. Codex is the program named by the environment
-//! variable `CODEX_PARITY_CODEX`, else `codex` on `PATH`. The one argument is the mode:
+//! It speaks the app-server's JSON-RPC over one of two transports:
+//!
+//! - stdio (the default): it launches `codex app-server` itself, as an integrator's program
+//!   would, and writes and reads one JSON object per line. Codex is the program named by the
+//!   environment variable `CODEX_PARITY_CODEX`, else `codex` on `PATH`. At the end it closes
+//!   codex's stdin and waits for codex to exit.
+//! - WebSocket: when `CODEX_PARITY_LISTEN` is set (e.g. `ws://127.0.0.1:45123`, a listener of
+//!   `codex app-server --listen ws://IP:PORT`), it starts no codex and connects there, retrying
+//!   for 10 s while the listener starts; one JSON object per text frame. At the end it sends a
+//!   close frame. Codex answers it by dropping the connection, without a close frame of its own,
+//!   and its listener goes on running.
+//!
+//! The one argument is the mode, the same on both transports:
 //!
 //! - `plain`: one turn, "say hello".
 //! - `tool`: a thread with the dynamic tool `lookup`; its `item/tool/call` gets "x is 42".
-//! - `approval`: an `untrusted`, read-only thread; command approvals are accepted.
+//! - `approval`: an `untrusted`, workspace-write thread; command approvals are accepted.
 //! - `steer`: `turn/steer` 300 ms after `turn/started`; the steer must succeed.
 //! - `interrupt`: `turn/interrupt` 300 ms after `turn/started`; the interrupt must succeed.
-//! - `exit-at-once`: exits 0 at once, without starting codex.
+//! - `exit-at-once`: exits 0 at once, without starting codex or connecting.
 //! - `fail`: the `plain` flow, then exit status 3.
 //!
 //! Every mode but `exit-at-once` prints `turn <status>` when its turn completes. Any failure
-//! exits non-zero with a message on stderr. No wait is longer than 30 s, and codex is killed on
-//! exit. `driver/tests/record/client.py` is its Python twin: same modes, same behaviour.
+//! exits non-zero with a message on stderr. No wait is longer than 30 s, and a codex it started
+//! is killed on exit. `driver/tests/record/client.py` is its Python twin on stdio: same modes,
+//! same behaviour.
 //!
 //! ```text
 //! cargo run -p codex-parity --example record_client -- tool
+//! CODEX_PARITY_LISTEN=ws://127.0.0.1:45123 cargo run -p codex-parity --example record_client \
+//!     -- plain
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::net::TcpStream;
+use std::process::{self, Child, ChildStdin, Command, ExitCode};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::{
+    self, Error as WsError, Message, WebSocket, client::IntoClientRequest,
+};
 
 /// The longest any one wait may take.
 const WAIT: Duration = Duration::from_secs(30);
-/// How long codex gets to exit after its stdin is closed.
+/// How long the client retries connecting to a listener that may still be starting.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+/// The pause between two attempts to connect.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// How long codex gets to exit after its stdin is closed (or to answer the close frame).
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 /// The pause between `turn/started` and the steer or interrupt.
 const PAUSE: Duration = Duration::from_millis(300);
@@ -92,7 +113,7 @@ impl Mode {
             }
             Mode::Approval => {
                 params["approvalPolicy"] = json!("untrusted");
-                params["sandbox"] = json!("read-only");
+                params["sandbox"] = json!("workspace-write");
             }
             _ => {}
         }
@@ -115,32 +136,36 @@ impl Mode {
     }
 }
 
-/// A running `codex app-server` and the state of the session with it. Dropping it kills codex
-/// if it still runs.
-struct Codex {
+/// What one read from the transport gave.
+enum Incoming {
+    /// One message: a stdout line or a WebSocket text frame.
+    Text(String),
+    /// Nothing before the deadline.
+    Timeout,
+    /// The end of codex's output: stdout closed, or the WebSocket closed.
+    Closed,
+}
+
+/// A `codex app-server` the client started, spoken to by lines on its stdin and stdout.
+/// Dropping it kills codex if it still runs.
+struct Stdio {
     child: Child,
     stdin: Option<ChildStdin>,
     /// Codex's stdout lines, from a reader thread; disconnected at the end of the output.
     inbox: Receiver<String>,
-    next_id: u64,
-    mode: Mode,
-    /// The turn ids whose `turn/started` arrived.
-    started: HashSet<String>,
-    /// The status of each completed turn, by turn id.
-    completed: HashMap<String, String>,
 }
 
-impl Codex {
+impl Stdio {
     /// Starts `$CODEX_PARITY_CODEX app-server` (or `codex app-server`) with piped stdio.
-    fn spawn(mode: Mode) -> anyhow::Result<Codex> {
+    fn spawn() -> anyhow::Result<Stdio> {
         let program = std::env::var_os("CODEX_PARITY_CODEX")
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "codex".into());
         let mut child = Command::new(&program)
             .arg("app-server")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stdin(process::Stdio::piped())
+            .stdout(process::Stdio::piped())
+            .stderr(process::Stdio::inherit())
             .spawn()
             .with_context(|| format!("cannot start {} app-server", program.to_string_lossy()))?;
         let stdin = child.stdin.take();
@@ -154,10 +179,218 @@ impl Codex {
                 }
             }
         });
-        Ok(Codex {
+        Ok(Stdio {
             child,
             stdin,
             inbox,
+        })
+    }
+
+    /// Closes codex's stdin and waits for it to exit, killing it after [`EXIT_WAIT`].
+    fn close(&mut self) -> anyhow::Result<()> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + EXIT_WAIT;
+        while Instant::now() < deadline {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// How the client speaks to codex.
+enum Transport {
+    /// Lines on the stdio of a codex the client started.
+    Stdio(Stdio),
+    /// Text frames on a WebSocket to an app-server listener; reads poll with a read timeout.
+    WebSocket(Box<WebSocket<TcpStream>>),
+}
+
+impl Transport {
+    /// The WebSocket to `url` if `CODEX_PARITY_LISTEN` names one, else a codex on stdio.
+    fn open() -> anyhow::Result<Transport> {
+        match std::env::var("CODEX_PARITY_LISTEN") {
+            Ok(url) if !url.is_empty() => Ok(Transport::WebSocket(Box::new(connect(&url)?))),
+            _ => Ok(Transport::Stdio(Stdio::spawn()?)),
+        }
+    }
+
+    /// Sends one message: a line on codex's stdin, or a text frame.
+    fn send(&mut self, text: String) -> anyhow::Result<()> {
+        match self {
+            Transport::Stdio(stdio) => {
+                let stdin = stdio.stdin.as_mut().context("codex's stdin is closed")?;
+                stdin
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdin.write_all(b"\n"))
+                    .and_then(|()| stdin.flush())
+                    .context("cannot write to codex (has it exited?)")
+            }
+            Transport::WebSocket(socket) => socket
+                .send(Message::text(text))
+                .context("cannot send on the WebSocket (has codex closed it?)"),
+        }
+    }
+
+    /// The next message, waiting until `deadline` at most.
+    fn receive(&mut self, deadline: Instant) -> anyhow::Result<Incoming> {
+        match self {
+            Transport::Stdio(stdio) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match stdio.inbox.recv_timeout(left) {
+                    Ok(line) => Ok(Incoming::Text(line)),
+                    Err(RecvTimeoutError::Timeout) => Ok(Incoming::Timeout),
+                    Err(RecvTimeoutError::Disconnected) => Ok(Incoming::Closed),
+                }
+            }
+            Transport::WebSocket(socket) => loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Incoming::Timeout);
+                }
+                socket
+                    .get_mut()
+                    .set_read_timeout(Some(left))
+                    .context("setting the WebSocket's read timeout")?;
+                // A timed-out read leaves a partial frame buffered; the next read goes on.
+                match socket.read() {
+                    Ok(Message::Text(text)) => return Ok(Incoming::Text(text.as_str().into())),
+                    Ok(Message::Close(_)) => return Ok(Incoming::Closed),
+                    Ok(Message::Binary(data)) => {
+                        eprintln!("record-test-client: a binary frame of {} bytes", data.len());
+                    }
+                    // Pings are answered by the library on the next read or write.
+                    Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
+                    Err(WsError::Io(err))
+                        if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                        return Ok(Incoming::Closed);
+                    }
+                    Err(err) => return Err(err).context("reading from the WebSocket"),
+                }
+            },
+        }
+    }
+
+    /// What the end of codex's output is, for messages.
+    fn closed(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "codex closed its stdout",
+            Transport::WebSocket(_) => "codex closed the WebSocket",
+        }
+    }
+
+    /// Ends the session: closes codex's stdin and waits for its exit, or sends a close frame
+    /// and waits (for at most [`EXIT_WAIT`]) for codex's.
+    fn close(&mut self) -> anyhow::Result<()> {
+        match self {
+            Transport::Stdio(stdio) => stdio.close(),
+            Transport::WebSocket(socket) => {
+                socket.close(None).context("sending the close frame")?;
+                let deadline = Instant::now() + EXIT_WAIT;
+                loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(());
+                    }
+                    socket
+                        .get_mut()
+                        .set_read_timeout(Some(left))
+                        .context("setting the WebSocket's read timeout")?;
+                    match socket.read() {
+                        Ok(_) => {}
+                        Err(WsError::Io(err))
+                            if matches!(
+                                err.kind(),
+                                ErrorKind::WouldBlock | ErrorKind::TimedOut
+                            ) => {}
+                        // The close handshake is done, or codex dropped the connection.
+                        Err(_) => return Ok(()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Connects to the app-server listener at `url` (`ws://IP:PORT`), retrying for
+/// [`CONNECT_WAIT`] while the listener may still be starting. A bad URL fails at once.
+fn connect(url: &str) -> anyhow::Result<WebSocket<TcpStream>> {
+    let (host, port) = address(url).with_context(|| format!("bad listener URL {url}"))?;
+    let deadline = Instant::now() + CONNECT_WAIT;
+    loop {
+        match try_connect(url, (host.as_str(), port), deadline) {
+            Ok(socket) => return Ok(socket),
+            Err(err) if Instant::now() + RETRY_PAUSE >= deadline => {
+                return Err(err).with_context(|| {
+                    format!(
+                        "cannot connect to the app-server listener {url} (tried for {} s)",
+                        CONNECT_WAIT.as_secs()
+                    )
+                });
+            }
+            Err(_) => std::thread::sleep(RETRY_PAUSE),
+        }
+    }
+}
+
+/// The host and port of the `ws://` URL `url`.
+fn address(url: &str) -> anyhow::Result<(String, u16)> {
+    let request = url.into_client_request()?;
+    let uri = request.uri();
+    if uri.scheme_str() != Some("ws") {
+        bail!("only ws:// URLs are supported");
+    }
+    let host = uri.host().context("no host in the URL")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), uri.port_u16().unwrap_or(80)))
+}
+
+/// One attempt at the WebSocket to `url` at `address`: the TCP connection, then the
+/// handshake, which may take until `deadline` at most.
+fn try_connect(
+    url: &str,
+    address: (&str, u16),
+    deadline: Instant,
+) -> anyhow::Result<WebSocket<TcpStream>> {
+    let stream = TcpStream::connect(address).context("cannot open the TCP connection")?;
+    stream.set_nodelay(true)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    stream.set_read_timeout(Some(left.max(RETRY_PAUSE)))?;
+    let (socket, _response) = tungstenite::client::client(url.into_client_request()?, stream)
+        .map_err(|err| anyhow!("the WebSocket handshake failed: {err}"))?;
+    Ok(socket)
+}
+
+/// The session with codex: its transport and what the session saw.
+struct Codex {
+    transport: Transport,
+    next_id: u64,
+    mode: Mode,
+    /// The turn ids whose `turn/started` arrived.
+    started: HashSet<String>,
+    /// The status of each completed turn, by turn id.
+    completed: HashMap<String, String>,
+}
+
+impl Codex {
+    /// Opens the session: the transport [`Transport::open`] chooses.
+    fn open(mode: Mode) -> anyhow::Result<Codex> {
+        Ok(Codex {
+            transport: Transport::open()?,
             next_id: 1,
             mode,
             started: HashSet::new(),
@@ -165,38 +398,34 @@ impl Codex {
         })
     }
 
-    /// Writes one message as a line on codex's stdin.
+    /// Sends one message to codex.
     fn send(&mut self, message: &Value) -> anyhow::Result<()> {
-        let stdin = self.stdin.as_mut().context("codex's stdin is closed")?;
-        let mut line = serde_json::to_string(message)?;
-        line.push('\n');
-        stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| stdin.flush())
-            .context("cannot write to codex (has it exited?)")
+        self.transport.send(serde_json::to_string(message)?)
     }
 
     /// The next message from codex, handled (server requests answered, turn events noted);
     /// `None` once `deadline` passed. The end of codex's output is an error.
     fn next(&mut self, deadline: Instant, waiting_for: &str) -> anyhow::Result<Option<Value>> {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if deadline <= Instant::now() {
                 return Ok(None);
             }
-            let line = match self.inbox.recv_timeout(left) {
-                Ok(line) => line,
-                Err(RecvTimeoutError::Timeout) => return Ok(None),
-                Err(RecvTimeoutError::Disconnected) => {
-                    bail!("codex closed its stdout while the client waited for {waiting_for}")
+            let text = match self.transport.receive(deadline)? {
+                Incoming::Text(text) => text,
+                Incoming::Timeout => return Ok(None),
+                Incoming::Closed => {
+                    bail!(
+                        "{} while the client waited for {waiting_for}",
+                        self.transport.closed()
+                    )
                 }
             };
-            match serde_json::from_str::<Value>(&line) {
+            match serde_json::from_str::<Value>(&text) {
                 Ok(message) if message.is_object() => {
                     self.handle(&message)?;
                     return Ok(Some(message));
                 }
-                _ => eprintln!("record-test-client: not a JSON object from codex: {line:?}"),
+                _ => eprintln!("record-test-client: not a JSON object from codex: {text:?}"),
             }
         }
     }
@@ -282,28 +511,9 @@ impl Codex {
         Ok(())
     }
 
-    /// Closes codex's stdin and waits for it to exit, killing it after [`EXIT_WAIT`].
+    /// Ends the session ([`Transport::close`]).
     fn close(&mut self) -> anyhow::Result<()> {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + EXIT_WAIT;
-        while Instant::now() < deadline {
-            if self.child.try_wait()?.is_some() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.child.kill()?;
-        self.child.wait()?;
-        Ok(())
-    }
-}
-
-impl Drop for Codex {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        self.transport.close()
     }
 }
 
@@ -314,7 +524,7 @@ fn text_input(text: &str) -> Value {
 
 /// The session of `mode`, from the start of codex to its exit.
 fn run(mode: Mode) -> anyhow::Result<()> {
-    let mut codex = Codex::spawn(mode)?;
+    let mut codex = Codex::open(mode)?;
     codex.request(
         "initialize",
         json!({

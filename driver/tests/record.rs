@@ -373,6 +373,52 @@ async fn a_websocket_session_is_recorded_and_replays() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_client_of_the_app_server_listener_is_recorded_and_replays() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream("tool").await;
+    let out = dir.path().join("listener_tool.toml");
+    let sandbox = Sandbox::new();
+    // The client finds the listener in CODEX_PARITY_LISTEN and starts no codex itself.
+    let listen = ["--listen", "ws://127.0.0.1:0"];
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &listen,
+        &client("rust", "tool"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    for part in [
+        "recorded over the app-server's WebSocket listener",
+        "do = \"reply\"\nmethod = \"item/tool/call\"",
+        "expect = { status = \"completed\", finalResponse = \"x is 42\" }",
+    ] {
+        assert!(file.contains(part), "{part:?} not in\n{file}");
+    }
+    let _ = upstream.shutdown().await;
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+    let scenarios = dir.path().display().to_string();
+    let bin = codex.path.display().to_string();
+    let (o, _) = Sandbox::with_real_baselines().run(&[
+        "run",
+        "--scenarios",
+        &scenarios,
+        "--only-files",
+        "--codex-bin",
+        &bin,
+    ]);
+    assert!(
+        o.status.success(),
+        "the listener recording replays: {}",
+        text(&o)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_naming_what_to_do() {
     let codex = pinned().await;
     let sandbox = Sandbox::new();

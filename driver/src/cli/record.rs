@@ -62,6 +62,11 @@ pub(crate) struct RecordArgs {
     /// `sandbox_mode` codex runs with (as the file's replay will).
     #[arg(long, value_name = "MODE", default_value = "danger-full-access")]
     sandbox: String,
+    /// Your client connects to an app-server listener instead of running codex: record
+    /// starts `codex app-server --listen` itself and accepts your client at this address
+    /// (`ws://127.0.0.1:PORT`; port 0 picks one), also given to it in $CODEX_PARITY_LISTEN.
+    #[arg(long, value_name = "ws://HOST:PORT")]
+    listen: Option<String>,
     /// Keep the recording's directory (the relayed lines and the model exchanges, redacted)
     /// and print where.
     #[arg(long)]
@@ -99,6 +104,7 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         sandbox_mode: args.sandbox,
         keep: args.keep,
         exe,
+        listen: args.listen,
     };
     eprintln!(
         "codex-parity: recording `{}` with codex {} (model requests to {})",

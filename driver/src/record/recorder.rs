@@ -13,6 +13,7 @@ use anyhow::{Context, bail};
 use crate::codex::binary::CodexBinary;
 use crate::harness::home_template;
 use crate::record::exchange::Exchange;
+use crate::record::listener::Listener;
 use crate::record::model_proxy::ModelProxy;
 use crate::record::redact::Redactor;
 use crate::record::relay::{self, LogEntry, RelayConfig};
@@ -21,6 +22,9 @@ use crate::record::timeline;
 use crate::record::upstream::Upstream;
 use crate::record::writer::{self, Meta, Written};
 use crate::scenario_file::load;
+
+/// The variable that tells a client of `--listen` where the app-server listens.
+pub const LISTEN_ENV: &str = "CODEX_PARITY_LISTEN";
 
 /// The default upstream: the OpenAI Responses API.
 pub const DEFAULT_UPSTREAM: &str = "https://api.openai.com/v1";
@@ -58,6 +62,9 @@ pub struct RecordOptions {
     pub keep: bool,
     /// The `codex-parity` executable the shim runs.
     pub exe: PathBuf,
+    /// Accept the client on this app-server listener (`ws://HOST:PORT`) instead of giving
+    /// it a codex to run over stdio.
+    pub listen: Option<String>,
 }
 
 /// What a recording gave.
@@ -113,7 +120,19 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
     std::fs::write(&config_path, serde_json::to_string(&config)?)
         .with_context(|| format!("writing {}", config_path.display()))?;
     let shim = shim::write(&bin, &o.exe, &session)?;
-    let client_exit = run_client(o, &bin, &shim).await?;
+    let listener = match &o.listen {
+        Some(url) => {
+            let cwd = std::env::current_dir().context("reading the working directory")?;
+            Some(Listener::start(url, &config, &relay::logs_dir(&session), cwd).await?)
+        }
+        None => None,
+    };
+    let client_exit = run_client(o, &bin, &shim, listener.as_ref().map(Listener::url)).await;
+    let listen_note = match listener {
+        Some(l) => l.stop().await,
+        None => None,
+    };
+    let client_exit = client_exit?;
     stop_relays(&relay::logs_dir(&session)).await;
     let (sessions, others) = timeline::read(&relay::logs_dir(&session))?;
     let (exchanges, problems) = proxy.finish().await;
@@ -121,6 +140,13 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
         eprintln!("codex-parity: record: {problem}");
     }
     if sessions.is_empty() {
+        if let Some(url) = &o.listen {
+            bail!(
+                "the client never connected to the app-server listener {url} (also in \
+                 ${LISTEN_ENV}){}",
+                exit_note(client_exit)
+            );
+        }
         let ran = if others.is_empty() {
             String::new()
         } else {
@@ -160,6 +186,12 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
         approval_policy: o.approval_policy.clone(),
         sandbox_mode: o.sandbox_mode.clone(),
         timing: o.timing,
+        notes: o
+            .listen
+            .iter()
+            .map(|_| "recorded over the app-server's WebSocket listener; the replay speaks to codex over stdio".to_string())
+            .chain(listen_note)
+            .collect(),
     };
     let written = writer::write(&sessions, &exchanges, &meta, &mut redactor)
         .map_err(|e| anyhow::anyhow!("{e:#}{}", exit_note(client_exit)))?;
@@ -228,7 +260,12 @@ fn write_config(home: &Path, o: &RecordOptions, base_url: &str) -> anyhow::Resul
 
 /// Runs the client in a process group of its own with the shim first on its `PATH`; on
 /// Ctrl-C or SIGTERM the group is stopped. Returns its exit status.
-async fn run_client(o: &RecordOptions, bin: &Path, shim: &Path) -> anyhow::Result<Option<i32>> {
+async fn run_client(
+    o: &RecordOptions,
+    bin: &Path,
+    shim: &Path,
+    listen: Option<&str>,
+) -> anyhow::Result<Option<i32>> {
     let mut path = OsString::from(bin);
     if let Some(old) = std::env::var_os("PATH") {
         path.push(":");
@@ -239,6 +276,7 @@ async fn run_client(o: &RecordOptions, bin: &Path, shim: &Path) -> anyhow::Resul
         .args(&o.command[1..])
         .env("PATH", path)
         .env(CODEX_ENV, shim)
+        .envs(listen.map(|url| (LISTEN_ENV, url)))
         .process_group(0)
         .kill_on_drop(true)
         .spawn()

@@ -126,7 +126,7 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
 }
 
 /// Creates the next free `N.jsonl` in `dir` (N from 0), for one relay alone.
-fn open_log(dir: &Path) -> anyhow::Result<(std::fs::File, PathBuf)> {
+pub fn open_log(dir: &Path) -> anyhow::Result<(std::fs::File, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for n in 0.. {
         let path = dir.join(format!("{n}.jsonl"));
@@ -143,7 +143,8 @@ fn open_log(dir: &Path) -> anyhow::Result<(std::fs::File, PathBuf)> {
     unreachable!("an unbounded range ends only by returning")
 }
 
-fn write_entry(log: &mut std::fs::File, entry: &LogEntry) -> anyhow::Result<()> {
+/// Appends one entry to a log.
+pub fn write_entry(log: &mut std::fs::File, entry: &LogEntry) -> anyhow::Result<()> {
     let mut line = serde_json::to_string(entry).context("encoding a relay log line")?;
     line.push('\n');
     log.write_all(line.as_bytes())

@@ -10,7 +10,7 @@
 //! `wait_requests` puts each steer and interrupt after the model requests it followed. With
 //! `timing`, every event also keeps its recorded gap.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -19,10 +19,10 @@ use serde_json::{Map, Value, json};
 use crate::app_server::client::Inbound;
 use crate::app_server::message::{Message, RequestId};
 use crate::app_server::turn::{StartedTurn, collect_turn};
-use crate::record::exchange::{End, Exchange, Micros, Transport};
+use crate::record::exchange::{End, Exchange, Micros};
 use crate::record::redact::Redactor;
+use crate::record::render::{Answer, Draft, Kind, Step};
 use crate::record::timeline::AppSession;
-use crate::record::toml_text::{block, key, string, value};
 
 /// What the file says about where it came from.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +49,8 @@ pub struct Meta {
     pub sandbox_mode: String,
     /// Keep every event's recorded gap.
     pub timing: bool,
+    /// Notes of the recorder's own, written with the writer's.
+    pub notes: Vec<String>,
 }
 
 /// The file and what went into it.
@@ -68,58 +70,6 @@ pub struct Written {
     pub notes: Vec<String>,
 }
 
-/// How the client answered a server request.
-#[derive(Debug, Clone, PartialEq)]
-enum Answer {
-    Result(Value),
-    Error(Value),
-    Unanswered,
-}
-
-#[derive(Debug, Clone)]
-enum Kind {
-    Request {
-        method: String,
-        params: Value,
-        expect_error: Option<Value>,
-    },
-    Turn {
-        thread: Option<String>,
-        input: Value,
-        params: Map<String, Value>,
-        wait: bool,
-        expect: Map<String, Value>,
-    },
-    WaitTurn {
-        turn: String,
-        expect: Map<String, Value>,
-    },
-    Steer {
-        thread: Option<String>,
-        turn: String,
-        input: Value,
-        expect: Option<Value>,
-        expect_error: Option<Value>,
-    },
-    Interrupt {
-        thread: Option<String>,
-        turn: String,
-        expect: Option<Value>,
-        expect_error: Option<Value>,
-    },
-    WaitRequests(usize),
-    Release(String),
-    Restart,
-}
-
-#[derive(Debug, Clone)]
-struct Step {
-    at: Micros,
-    kind: Kind,
-    comment: String,
-    capture: Vec<(String, String)>,
-}
-
 /// A value codex gave that a later client message may name: bound on first use.
 #[derive(Debug, Clone)]
 struct Candidate {
@@ -130,23 +80,15 @@ struct Candidate {
 
 #[derive(Default)]
 struct Builder<'a> {
-    exchanges: Vec<&'a Exchange>,
-    steps: Vec<Step>,
+    d: Draft<'a>,
     vars: HashMap<String, String>,
     candidates: HashMap<String, Candidate>,
     taken: Vec<String>,
-    thread_table: Option<Map<String, Value>>,
-    experimental_api: Option<bool>,
-    replies_before: BTreeMap<usize, Vec<(String, Answer)>>,
-    server_requests: BTreeMap<String, usize>,
-    gates: BTreeMap<usize, (String, usize)>,
     last_wait_requests: usize,
     turns: usize,
     pending_waits: Vec<(Micros, String, Map<String, Value>, String)>,
     latest_turn: Option<(String, usize)>,
     paths: Vec<(String, String)>,
-    notes: Vec<String>,
-    origin: Micros,
 }
 
 /// Writes the file for `sessions` (the client side) and `exchanges` (the model side);
@@ -158,11 +100,15 @@ pub fn write(
     redactor: &mut Redactor,
 ) -> anyhow::Result<Written> {
     let mut b = Builder {
-        exchanges: exchanges
-            .iter()
-            .filter(|e| e.is_model_request() || e.is_compaction())
-            .collect(),
-        origin: sessions.first().map_or(0, |s| s.started),
+        d: Draft {
+            exchanges: exchanges
+                .iter()
+                .filter(|e| e.is_model_request() || e.is_compaction())
+                .collect(),
+            origin: sessions.first().map_or(0, |s| s.started),
+            notes: meta.notes.clone(),
+            ..Draft::default()
+        },
         ..Builder::default()
     };
     if let Some(first) = sessions.first() {
@@ -196,7 +142,7 @@ pub fn write(
             }
         );
     }
-    let text = b.render(meta, redactor);
+    let text = b.d.render(meta, redactor);
     if let Some((line, what)) = text
         .lines()
         .enumerate()
@@ -210,28 +156,28 @@ pub fn write(
     }
     Ok(Written {
         turns: b.turns,
-        steps: b.steps.len() + b.replies_before.values().map(Vec::len).sum::<usize>(),
-        responses: b.exchanges.len(),
-        answered: b.server_requests.values().sum(),
-        notes: b.notes.clone(),
+        steps: b.d.steps.len() + b.d.replies_before.values().map(Vec::len).sum::<usize>(),
+        responses: b.d.exchanges.len(),
+        answered: b.d.server_requests.values().sum(),
+        notes: b.d.notes.clone(),
         text,
     })
 }
 
 impl<'a> Builder<'a> {
     fn push(&mut self, at: Micros, kind: Kind, comment: String) -> usize {
-        self.steps.push(Step {
+        self.d.steps.push(Step {
             at,
             kind,
             comment,
             capture: Vec::new(),
         });
-        self.steps.len() - 1
+        self.d.steps.len() - 1
     }
 
     fn session(&mut self, s: &AppSession) -> anyhow::Result<()> {
         for problem in &s.unreadable {
-            self.notes.push(format!("skipped {problem}"));
+            self.d.notes.push(format!("skipped {problem}"));
         }
         let mut answers: HashMap<RequestId, (Micros, Result<Value, Value>)> = HashMap::new();
         let mut client_answers: HashMap<RequestId, Answer> = HashMap::new();
@@ -315,7 +261,7 @@ impl<'a> Builder<'a> {
                     self.server_request(rpc.at, method, params, answer);
                 }
                 (Message::Notification { method, .. }, true) if method != "initialized" => {
-                    self.notes.push(format!(
+                    self.d.notes.push(format!(
                         "the client's notification {method} is not replayed"
                     ));
                 }
@@ -341,24 +287,24 @@ impl<'a> Builder<'a> {
         let at = ctx.at;
         let when = format!(
             "client, +{:.2} s",
-            (at.saturating_sub(self.origin)) as f64 / 1e6
+            (at.saturating_sub(self.d.origin)) as f64 / 1e6
         );
         match method {
             "initialize" => {
-                self.experimental_api = Some(
+                self.d.experimental_api = Some(
                     params.pointer("/capabilities/experimentalApi") == Some(&Value::Bool(true)),
                 );
             }
             "thread/start"
-                if self.steps.is_empty()
-                    && self.thread_table.is_none()
+                if self.d.steps.is_empty()
+                    && self.d.thread_table.is_none()
                     && matches!(answer, Some(Ok(_))) =>
             {
                 let mut p = self.subst(params).as_object().cloned().unwrap_or_default();
                 if p.get("cwd").and_then(Value::as_str) == Some("$workspace") {
                     p.remove("cwd");
                 }
-                self.thread_table = Some(p);
+                self.d.thread_table = Some(p);
                 if let Some(Ok(result)) = &answer
                     && let Some(id) = result.pointer("/thread/id").and_then(Value::as_str)
                 {
@@ -391,21 +337,21 @@ impl<'a> Builder<'a> {
                     self.offer(step, result, "");
                 }
                 if method == "thread/start"
-                    && self.thread_table.is_none()
+                    && self.d.thread_table.is_none()
                     && !self.taken.contains(&"thread".to_string())
                     && let Some(Ok(result)) = &answer
                     && let Some(id) = result.pointer("/thread/id").and_then(Value::as_str)
                 {
                     // The thread the replay's turns run on: bound as `$thread` at once.
                     self.candidates.remove(id);
-                    self.steps[step]
+                    self.d.steps[step]
                         .capture
                         .push(("thread".into(), "/thread/id".into()));
                     self.vars.insert(id.to_string(), "thread".into());
                     self.taken.push("thread".into());
                 }
                 if answer.is_none() {
-                    self.notes.push(format!(
+                    self.d.notes.push(format!(
                         "{method} ({when}) got no answer before the session ended"
                     ));
                 }
@@ -445,7 +391,7 @@ impl<'a> Builder<'a> {
             .and_then(Value::as_str)
             .map(String::from)
         else {
-            self.notes.push(format!(
+            self.d.notes.push(format!(
                 "turn/start ({when}) answered without a turn id: not replayed"
             ));
             return;
@@ -473,7 +419,7 @@ impl<'a> Builder<'a> {
                 ctx.at_of(done),
             ),
             None => {
-                self.notes.push(format!("turn {} ({when}) never completed in the recording: the replay does not wait for it", self.turns));
+                self.d.notes.push(format!("turn {} ({when}) never completed in the recording: the replay does not wait for it", self.turns));
                 (Map::new(), Micros::MAX)
             }
         };
@@ -509,7 +455,7 @@ impl<'a> Builder<'a> {
         } else if done.is_some() {
             let comment = format!(
                 "codex, +{:.2} s: turn/completed (turn {})",
-                done_at.saturating_sub(self.origin) as f64 / 1e6,
+                done_at.saturating_sub(self.d.origin) as f64 / 1e6,
                 self.turns
             );
             self.pending_waits.push((done_at, turn_id, expect, comment));
@@ -560,6 +506,7 @@ impl<'a> Builder<'a> {
         when: String,
     ) {
         let count = self
+            .d
             .exchanges
             .iter()
             .filter(|e| e.is_model_request() && e.request_at < at)
@@ -616,8 +563,8 @@ impl<'a> Builder<'a> {
                 format!("{when}: turn/steer"),
             );
             if let Some((pos, event)) = in_flight {
-                let gate = format!("steer_{}", self.gates.len() + 1);
-                self.gates.insert(pos, (gate.clone(), event));
+                let gate = format!("steer_{}", self.d.gates.len() + 1);
+                self.d.gates.insert(pos, (gate.clone(), event));
                 self.push(
                     at,
                     Kind::Release(gate),
@@ -642,38 +589,44 @@ impl<'a> Builder<'a> {
     /// had arrived) that was still streaming at `at`, when it is the `count`th.
     fn in_flight(&self, count: usize, at: Micros) -> Option<(usize, usize)> {
         let pos = self
+            .d
             .exchanges
             .iter()
             .enumerate()
             .filter(|(_, e)| e.is_model_request())
             .nth(count.checked_sub(1)?)?
             .0;
-        let e = self.exchanges[pos];
+        let e = self.d.exchanges[pos];
         let arrived = e.events.iter().filter(|(t, _)| *t < at).count();
         (arrived < e.events.len() && e.end == End::Completed).then_some((pos, arrived))
     }
 
     fn server_request(&mut self, at: Micros, method: &str, params: &Value, answer: Answer) {
-        *self.server_requests.entry(method.to_string()).or_default() += 1;
+        *self
+            .d
+            .server_requests
+            .entry(method.to_string())
+            .or_default() += 1;
         let _ = self.subst(params);
         let answer = match answer {
             Answer::Result(v) => Answer::Result(self.subst(&v)),
             Answer::Error(v) => Answer::Error(self.subst(&v)),
             Answer::Unanswered => {
-                self.notes
+                self.d
+                    .notes
                     .push(format!("the client never answered a {method}"));
                 Answer::Unanswered
             }
         };
-        let Some(step) = self.steps.iter().rposition(|s| s.at <= at) else {
-            self.notes.push(format!(
+        let Some(step) = self.d.steps.iter().rposition(|s| s.at <= at) else {
+            self.d.notes.push(format!(
                 "{method} came before the client's first step: not replayed"
             ));
             return;
         };
-        let list = self.replies_before.entry(step).or_default();
+        let list = self.d.replies_before.entry(step).or_default();
         match list.iter().find(|(m, _)| m == method) {
-            Some((_, a)) if *a != answer => self.notes.push(format!(
+            Some((_, a)) if *a != answer => self.d.notes.push(format!(
                 "the client answered two {method} requests of one step differently: the file replays the first answer for both"
             )),
             Some(_) => {}
@@ -768,7 +721,7 @@ impl<'a> Builder<'a> {
                 n += 1;
             }
             self.taken.push(name.clone());
-            self.steps[c.step].capture.push((name.clone(), c.pointer));
+            self.d.steps[c.step].capture.push((name.clone(), c.pointer));
             self.vars.insert(s.to_string(), name.clone());
             return format!("${name}");
         }
@@ -832,364 +785,10 @@ fn snake(s: &str) -> String {
     out.trim_matches('_').to_string()
 }
 
-/// Keys of a response object that echo the request (the instructions and the tool list):
-/// left out of recorded events, which stay readable; codex does not read them back.
-const ECHOED: &[&str] = &["instructions", "tools"];
-
-impl Builder<'_> {
-    fn render(&mut self, meta: &Meta, redactor: &mut Redactor) -> String {
-        let mut out = String::new();
-        let command = meta.command.join(" ");
-        out.push_str(&format!(
-            "# Recorded by `codex-parity record` on {} from: {command}\n",
-            meta.date
-        ));
-        out.push_str(&format!(
-            "# codex {}; model requests forwarded to {} and answered as recorded below.\n",
-            meta.codex_version, meta.upstream
-        ));
-        match meta.client_exit {
-            Some(0) => {}
-            Some(code) => out.push_str(&format!(
-                "# WARNING: the client exited with status {code}: this session may be incomplete.\n"
-            )),
-            None => out.push_str(
-                "# WARNING: a signal ended the client: this session may be incomplete.\n",
-            ),
-        }
-        out.push_str("# Never written: authorization, API-key and cookie headers, account and organisation ids");
-        if redactor.patterns().is_empty() {
-            out.push_str(".\n");
-        } else {
-            // The count is only known once the file is written: a marker filled in below.
-            out.push_str(&format!(
-                "; matches of --redact {} as <redacted> (REDACTED_COUNT).\n",
-                redactor.patterns().join(", ")
-            ));
-        }
-        out.push_str(&format!(
-            "name = {}\nid = {}\nsummary = {}\n",
-            string(&meta.name),
-            string(&meta.id),
-            string(&format!("recorded from {command}"))
-        ));
-        if self.thread_table.is_none() {
-            out.push_str(
-                "start_thread = false            # the client started its thread itself\n",
-            );
-        }
-        let websocket = self
-            .exchanges
-            .iter()
-            .any(|e| matches!(e.transport, Transport::WebSocket { .. }));
-        let mut codex = Vec::new();
-        if meta.approval_policy != "never" {
-            codex.push(format!(
-                "approval_policy = {}",
-                string(&meta.approval_policy)
-            ));
-        }
-        if meta.sandbox_mode != "danger-full-access" {
-            codex.push(format!("sandbox_mode = {}", string(&meta.sandbox_mode)));
-        }
-        if self.experimental_api == Some(false) {
-            codex.push("experimental_api = false".into());
-        }
-        if websocket {
-            codex.push("websocket = true".into());
-        }
-        if !codex.is_empty() {
-            out.push_str("\n[codex]                          # as the recording ran\n");
-            for line in codex {
-                out.push_str(&line);
-                out.push('\n');
-            }
-        }
-        if let Some(table) = self.thread_table.clone().filter(|t| !t.is_empty()) {
-            out.push_str("\n[thread]                         # the client's thread/start\n");
-            for (k, v) in &table {
-                let v = redactor.value(v);
-                out.push_str(&format!("{} = {}\n", key(k), value(&v)));
-            }
-        }
-        let mut trimmed = false;
-        let exchanges = self.exchanges.clone();
-        for (pos, e) in exchanges.iter().enumerate() {
-            let (json, t) = self.response(pos, e, meta, redactor);
-            trimmed |= t;
-            out.push_str(&format!(
-                "\n[[response]]                     # {}\njson = {}\n",
-                describe(e, pos, self.origin),
-                block(&json)
-            ));
-        }
-        if trimmed {
-            self.notes.push("the response objects of created/completed events are written without the instructions and tools they echo".into());
-        }
-        let mut registered: HashMap<String, Answer> = HashMap::new();
-        for (i, step) in self.steps.clone().iter().enumerate() {
-            for (method, answer) in self.replies_before.get(&i).cloned().unwrap_or_default() {
-                if registered.get(&method) == Some(&answer) {
-                    continue;
-                }
-                out.push_str(&format!("\n[[step]]                         # the client's answer to codex's {method}\ndo = \"reply\"\nmethod = {}\n", string(&method)));
-                match &answer {
-                    Answer::Result(v) => {
-                        out.push_str(&format!("result = {}\n", value(&redactor.value(v))))
-                    }
-                    Answer::Error(v) => {
-                        out.push_str(&format!("error = {}\n", value(&redactor.value(v))))
-                    }
-                    Answer::Unanswered => out.push_str("unanswered = true\n"),
-                }
-                registered.insert(method, answer);
-            }
-            out.push_str(&format!(
-                "\n[[step]]                         # {}\n",
-                step.comment
-            ));
-            out.push_str(&step_body(step, redactor));
-        }
-        let model = self
-            .exchanges
-            .iter()
-            .filter(|e| e.is_model_request())
-            .count();
-        out.push_str(&format!("\n[[check]]                        # codex sent this many model requests\non = \"requests\"\ncount = {model}\n"));
-        for (method, n) in &self.server_requests {
-            out.push_str(&format!("\n[[check]]                        # codex asked the client this\non = \"server_request\"\nmethod = {}\ncount = {n}\n", string(method)));
-        }
-        if !self.notes.is_empty() {
-            out.push_str("\n# Notes:\n");
-            for n in &self.notes {
-                out.push_str(&format!("# - {n}\n"));
-            }
-        }
-        out.replace(
-            "REDACTED_COUNT",
-            &format!("{} replaced", redactor.matched()),
-        )
-    }
-
-    /// One scripted response as the sidecar's JSON text, and whether echoes were trimmed.
-    fn response(
-        &self,
-        pos: usize,
-        e: &Exchange,
-        meta: &Meta,
-        redactor: &mut Redactor,
-    ) -> (String, bool) {
-        let parse = |body: &Option<String>| -> Value {
-            let text = body.clone().unwrap_or_default();
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        if e.is_compaction() {
-            let v = json!({"status": e.status, "endpoint": "compact", "body": redactor.value(&parse(&e.body))});
-            return (escape(&v).to_string(), false);
-        }
-        // Codex went away first (before any answer, its status is the proxy's own): the
-        // replay holds the response open after what codex got, until codex goes again.
-        let abandoned = matches!(e.end, End::ClientClosed { .. });
-        if !abandoned
-            && (e.status != 200 && e.status != 101 || matches!(e.end, End::UpstreamError { .. }))
-        {
-            let v = json!({"status": e.status, "body": redactor.value(&parse(&e.body))});
-            return (escape(&v).to_string(), false);
-        }
-        let mut trimmed = false;
-        let events: Vec<String> = e
-            .events
-            .iter()
-            .map(|(_, ev)| {
-                let mut ev = ev.clone();
-                if let Some(r) = ev.get_mut("response").and_then(Value::as_object_mut) {
-                    for k in ECHOED {
-                        trimmed |= r.remove(*k).is_some();
-                    }
-                }
-                format!("  {}", escape(&redactor.value(&ev)))
-            })
-            .collect();
-        let mut extra = Vec::new();
-        if meta.timing {
-            let mut last = e.request_at;
-            let gaps: Vec<String> = e
-                .events
-                .iter()
-                .map(|(t, _)| {
-                    let gap = t.saturating_sub(last) / 1000;
-                    last = *t;
-                    gap.to_string()
-                })
-                .collect();
-            extra.push(format!("\"gap_ms\": [{}]", gaps.join(", ")));
-        }
-        if let Some((gate, event)) = self.gates.get(&pos) {
-            extra.push(format!("\"gates\": {{\"{gate}\": {event}}}"));
-        }
-        match e.end {
-            End::ClientClosed { .. } => extra.push(format!("\"stall_after\": {}", e.events.len())),
-            End::UpstreamClosed { .. } => {
-                extra.push(format!("\"disconnect_after\": {}", e.events.len()))
-            }
-            _ => {}
-        }
-        let extra = extra.iter().map(|x| format!(",\n {x}")).collect::<String>();
-        (
-            format!("{{\"events\": [\n{}\n]{extra}}}\n", events.join(",\n")),
-            trimmed,
-        )
-    }
-}
-
-/// A step's keys, one per line.
-fn step_body(step: &Step, redactor: &mut Redactor) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let mut kv = |k: &str, v: &Value| lines.push(format!("{k} = {}", value(&redactor.value(v))));
-    match &step.kind {
-        Kind::Request {
-            method,
-            params,
-            expect_error,
-        } => {
-            kv("do", &json!("request"));
-            kv("method", &json!(method));
-            kv("params", params);
-            if let Some(e) = expect_error {
-                kv("expect_error", e);
-            }
-        }
-        Kind::Turn {
-            thread,
-            input,
-            params,
-            wait,
-            expect,
-        } => {
-            kv("do", &json!("turn"));
-            if let Some(t) = thread {
-                kv("thread", &json!(t));
-            }
-            kv("input", input);
-            if !params.is_empty() {
-                kv("params", &Value::Object(params.clone()));
-            }
-            if !wait {
-                kv("wait", &json!(false));
-            }
-            if !expect.is_empty() {
-                kv("expect", &Value::Object(expect.clone()));
-            }
-        }
-        Kind::WaitTurn { turn, expect } => {
-            kv("do", &json!("wait_turn"));
-            kv("turn", &json!(turn));
-            if !expect.is_empty() {
-                kv("expect", &Value::Object(expect.clone()));
-            }
-        }
-        Kind::Steer {
-            thread,
-            turn,
-            input,
-            expect,
-            expect_error,
-        } => {
-            kv("do", &json!("steer"));
-            if let Some(t) = thread {
-                kv("thread", &json!(t));
-            }
-            kv("turn", &json!(turn));
-            kv("input", input);
-            if let Some(e) = expect {
-                kv("expect", e);
-            }
-            if let Some(e) = expect_error {
-                kv("expect_error", e);
-            }
-        }
-        Kind::Interrupt {
-            thread,
-            turn,
-            expect,
-            expect_error,
-        } => {
-            kv("do", &json!("interrupt"));
-            if let Some(t) = thread {
-                kv("thread", &json!(t));
-            }
-            kv("turn", &json!(turn));
-            if let Some(e) = expect {
-                kv("expect", e);
-            }
-            if let Some(e) = expect_error {
-                kv("expect_error", e);
-            }
-        }
-        Kind::WaitRequests(n) => {
-            kv("do", &json!("wait_requests"));
-            kv("count", &json!(n));
-        }
-        Kind::Release(gate) => {
-            kv("do", &json!("release"));
-            kv("gate", &json!(gate));
-        }
-        Kind::Restart => kv("do", &json!("restart")),
-    }
-    if !step.capture.is_empty() {
-        let capture: Map<String, Value> = step
-            .capture
-            .iter()
-            .map(|(k, p)| (k.clone(), json!(p)))
-            .collect();
-        lines.push(format!("capture = {}", value(&Value::Object(capture))));
-    }
-    lines.iter().map(|l| format!("{l}\n")).collect()
-}
-
-/// A response's comment: which request it answers and how it went.
-fn describe(e: &Exchange, pos: usize, origin: Micros) -> String {
-    let transport = match e.transport {
-        Transport::Http => "HTTP",
-        Transport::WebSocket { .. } => "WebSocket",
-    };
-    let span = e
-        .events
-        .last()
-        .map_or(0, |(t, _)| t.saturating_sub(e.request_at));
-    let end = match &e.end {
-        End::Completed => String::new(),
-        End::ClientClosed { .. } => ", then codex went away".into(),
-        End::UpstreamClosed { .. } => ", then the upstream closed".into(),
-        End::UpstreamError { message } => format!(", upstream error: {message}"),
-    };
-    format!(
-        "model request #{}, +{:.2} s: {} {} ({transport}), {} event(s) over {:.2} s{end}",
-        pos + 1,
-        e.request_at.saturating_sub(origin) as f64 / 1e6,
-        e.method,
-        e.path,
-        e.events.len(),
-        span as f64 / 1e6
-    )
-}
-
-/// A value whose strings that start with `$` are doubled, so the scenario file reads them
-/// as literal text.
-fn escape(v: &Value) -> Value {
-    match v {
-        Value::String(s) if s.starts_with('$') => Value::String(format!("${s}")),
-        Value::Array(items) => Value::Array(items.iter().map(escape).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), escape(v))).collect())
-        }
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::exchange::Transport;
     use crate::record::timeline::Rpc;
     use std::path::Path;
 
@@ -1280,6 +879,7 @@ mod tests {
             approval_policy: "never".into(),
             sandbox_mode: "danger-full-access".into(),
             timing: false,
+            notes: vec![],
         }
     }
 

@@ -7,7 +7,7 @@ variable CODEX_PARITY_CODEX, else `codex` on PATH. The one argument is the mode:
 
 - plain: one turn, "say hello".
 - tool: a thread with the dynamic tool `lookup`; its `item/tool/call` gets "x is 42".
-- approval: an `untrusted`, read-only thread; command approvals are accepted.
+- approval: an `untrusted`, workspace-write thread; command approvals are accepted.
 - steer: `turn/steer` 300 ms after `turn/started`; the steer must succeed.
 - interrupt: `turn/interrupt` 300 ms after `turn/started`; the interrupt must succeed.
 - exit-at-once: exits 0 at once, without starting codex.
@@ -210,7 +210,7 @@ def thread_params(mode):
         params["dynamicTools"] = [LOOKUP_TOOL]
     elif mode == "approval":
         params["approvalPolicy"] = "untrusted"
-        params["sandbox"] = "read-only"
+        params["sandbox"] = "workspace-write"
     return params
 
 
