@@ -419,6 +419,61 @@ async fn a_client_of_the_app_server_listener_is_recorded_and_replays() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn redacted_text_is_in_neither_the_file_nor_the_kept_logs() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream("plain").await;
+    let out = dir.path().join("redacted.toml");
+    let args = ["--redact", "hel+o", "--keep"];
+    // The kept directory is in the sandbox's TMPDIR: the sandbox lives to the end.
+    let sandbox = Sandbox::new();
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &args,
+        &client("python", "plain"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(!file.contains("hello"), "{file}");
+    assert!(
+        file.contains("finalResponse = \"<redacted> there\""),
+        "{file}"
+    );
+    assert!(
+        file.contains("matches of --redact hel+o as <redacted> ("),
+        "{file}"
+    );
+    let out_text = text(&o);
+    let kept = out_text
+        .lines()
+        .find_map(|l| l.strip_prefix("codex-parity: kept the recording's directory: "))
+        .unwrap_or_else(|| panic!("no kept directory in {out_text}"));
+    let mut seen = 0;
+    for path in [Path::new(kept).join("exchanges.json")].into_iter().chain(
+        std::fs::read_dir(Path::new(kept).join("session/sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path()),
+    ) {
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !log.contains("hello") && !log.contains(KEY),
+            "{}:\n{log}",
+            path.display()
+        );
+        seen += 1;
+    }
+    assert!(
+        seen >= 2,
+        "the exchanges and at least one relay log are kept"
+    );
+    std::fs::remove_dir_all(kept).unwrap();
+    let _ = upstream.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_naming_what_to_do() {
     let codex = pinned().await;
     let sandbox = Sandbox::new();
