@@ -473,6 +473,130 @@ async fn redacted_text_is_in_neither_the_file_nor_the_kept_logs() {
     let _ = upstream.shutdown().await;
 }
 
+/// A test CA and a `localhost` certificate it signed (made with openssl): (CA, leaf, key).
+fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &str| {
+        let out = std::process::Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(dir)
+            .output()
+            .expect("openssl, to make the test certificates");
+        assert!(
+            out.status.success(),
+            "openssl {args}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=record-test-ca",
+    );
+    run("req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=localhost");
+    std::fs::write(dir.join("ext"), "subjectAltName=DNS:localhost\n").unwrap();
+    run(
+        "x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile ext",
+    );
+    (
+        dir.join("ca.pem"),
+        dir.join("leaf.pem"),
+        dir.join("leaf.key"),
+    )
+}
+
+/// A TLS front on localhost for the plain server at `to` (`host:port`); its port.
+async fn tls_front(cert: &Path, key: &Path, to: String) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, to) = (acceptor.clone(), to.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(to).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_upstream_is_recorded_through_tls() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, leaf, key) = test_certificates(dir.path());
+    let upstream = upstream("plain").await;
+    let plain = upstream
+        .base_url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    let port = tls_front(&leaf, &key, plain).await;
+    let https = format!("https://localhost:{port}/v1");
+    let out = dir.path().join("over_tls.toml");
+    let sandbox = Sandbox::new();
+    // Without the test CA the upstream's certificate is refused, before the client starts.
+    let o = record(
+        &sandbox,
+        &codex.path,
+        &https,
+        &out,
+        &[],
+        &client("python", "plain"),
+    );
+    support::assert_exit_2_naming(&o, &https);
+    // SSL_CERT_FILE adds it to the roots: the session goes through TLS to the upstream.
+    let mut args: Vec<String> = vec![
+        "record".into(),
+        "--codex-bin".into(),
+        codex.path.display().to_string(),
+    ];
+    args.extend([
+        "--upstream".into(),
+        https.clone(),
+        "--out".into(),
+        out.display().to_string(),
+        "--".into(),
+    ]);
+    args.extend(client("python", "plain"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = sandbox.command(&args);
+    cmd.env("OPENAI_API_KEY", KEY).env("SSL_CERT_FILE", &ca);
+    let o = support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(90),
+        "record over TLS",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.contains("finalResponse = \"hello there\""), "{file}");
+    let requests = upstream.requests(1, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        requests[0].headers.get("authorization").map(String::as_str),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let _ = upstream.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_naming_what_to_do() {
     let codex = pinned().await;

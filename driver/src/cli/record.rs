@@ -27,9 +27,11 @@ pub(crate) struct RecordArgs {
     /// pinned version.
     #[arg(long = "codex-version", value_name = "VERSION")]
     codex_version: Option<String>,
-    /// Where codex's model requests are forwarded: the base URL of a Responses API.
-    #[arg(long, value_name = "URL", default_value = DEFAULT_UPSTREAM)]
-    upstream: String,
+    /// Where codex's model requests are forwarded: the base URL of a Responses API
+    /// (default: $OPENAI_BASE_URL, as codex's own OpenAI provider reads it, else
+    /// https://api.openai.com/v1).
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
     /// The scenario file to write.
     #[arg(long, value_name = "FILE.toml")]
     out: PathBuf,
@@ -90,7 +92,15 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("finding codex-parity's own path: {e}"))?;
     let options = RecordOptions {
         binary: binary.clone(),
-        upstream: args.upstream.clone(),
+        upstream: args
+            .upstream
+            .clone()
+            .or_else(|| {
+                std::env::var("OPENAI_BASE_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
+            .unwrap_or_else(|| DEFAULT_UPSTREAM.to_string()),
         out: args.out.clone(),
         name: args.name,
         id: args.id,

@@ -269,15 +269,33 @@ fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
     (!host.is_empty() && !host.contains(':')).then_some((host, port))
 }
 
-/// The TLS client configuration, built once: the webpki roots, ring, HTTP/1.1 by ALPN.
+/// A PEM file of certificates to trust beside the built-in roots (a TLS-inspecting proxy's
+/// CA, a test's own): the variable OpenSSL and most tools read.
+pub const CA_FILE_ENV: &str = "SSL_CERT_FILE";
+
+/// The TLS client configuration, built once: the webpki roots and those of [`CA_FILE_ENV`],
+/// ring, HTTP/1.1 by ALPN.
 fn tls_config() -> anyhow::Result<Arc<rustls::ClientConfig>> {
     static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
     if let Some(config) = CONFIG.get() {
         return Ok(config.clone());
     }
-    let roots = rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
+    if let Some(path) = std::env::var_os(CA_FILE_ENV) {
+        use rustls::pki_types::pem::PemObject;
+        let shown = std::path::Path::new(&path).display().to_string();
+        let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+            .with_context(|| format!("reading the certificates of ${CA_FILE_ENV} ({shown})"))?;
+        for cert in certs {
+            let cert =
+                cert.with_context(|| format!("a certificate of ${CA_FILE_ENV} ({shown})"))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("trusting a certificate of ${CA_FILE_ENV} ({shown})"))?;
+        }
+    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
