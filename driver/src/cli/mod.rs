@@ -88,6 +88,8 @@ enum Command {
     ///   codex-parity record --codex-version 0.161.0 --out s.toml -- ./my-editor --headless
     ///   codex-parity record --upstream http://127.0.0.1:8080/v1 --redact 'acct_[0-9]+' \
     ///       --out s.toml -- cargo run --example my_client
+    ///   codex-parity record --listen ws://127.0.0.1:0 --out s.toml -- ./my-ide-plugin-test
+    ///     (a client of the app-server's listener: its URL is in $CODEX_PARITY_LISTEN)
     ///
     /// Exit status: 0 when the file was written and the client exited 0; 1 when the client
     /// failed (the file is still written, marked as possibly incomplete); 2 when nothing was
