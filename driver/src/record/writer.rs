@@ -917,6 +917,22 @@ mod tests {
     }
 
     #[test]
+    fn with_timing_every_event_keeps_its_gap() {
+        let mut s = S::new();
+        s.thread(10)
+            .turn(20, 2, "turn_0001", "hi")
+            .done(400, "turn_0001", "completed", "yo");
+        let meta = Meta {
+            timing: true,
+            ..meta()
+        };
+        let e = model(0, 21, &[121, 371], End::Completed);
+        let w = write(&[s.0], &[e], &meta, &mut Redactor::default()).unwrap();
+        assert!(w.text.contains("\"gap_ms\": [100, 250]"), "{}", w.text);
+        load::compile(Path::new("t.toml"), &w.text).unwrap();
+    }
+
+    #[test]
     fn a_steer_waits_for_its_request_and_holds_the_response_at_a_gate() {
         let mut s = S::new();
         s.thread(10).turn(20, 2, "turn_0001", "write a list");
