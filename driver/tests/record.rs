@@ -632,6 +632,31 @@ async fn bad_input_is_refused_naming_what_to_do() {
     support::assert_exit_2_naming(&o, "never started `codex app-server`");
     assert!(text(&o).contains("CODEX_PARITY_CODEX"), "{}", text(&o));
     assert!(!out.exists(), "nothing is written");
+    // A session with no turn: nothing to replay.
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &[],
+        &client("python", "no-turn"),
+    );
+    support::assert_exit_2_naming(&o, "the session had no turn");
+    assert!(!out.exists(), "nothing is written");
+    // A listener nobody connects to.
+    let listen = ["--listen", "ws://127.0.0.1:0"];
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &listen,
+        &client("python", "exit-at-once"),
+    );
+    support::assert_exit_2_naming(
+        &o,
+        "never connected to the app-server listener ws://127.0.0.1:",
+    );
     // A client that fails after its session: the file is written, marked; exit 1.
     let o = record(
         &sandbox,

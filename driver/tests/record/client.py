@@ -12,8 +12,9 @@ variable CODEX_PARITY_CODEX, else `codex` on PATH. The one argument is the mode:
 - interrupt: `turn/interrupt` 300 ms after `turn/started`; the interrupt must succeed.
 - exit-at-once: exits 0 at once, without starting codex.
 - fail: the plain flow, then exit status 3.
+- no-turn: starts codex and a thread, then ends the session without a turn.
 
-Every mode but exit-at-once prints `turn <status>` when its turn completes. Any failure exits
+Every mode but exit-at-once and no-turn prints `turn <status>` when its turn completes. Any failure exits
 non-zero with a message on stderr. No wait is longer than 30 s, and codex is killed on exit.
 This is the Python twin of `driver/examples/record_client.rs`: same modes, same behaviour.
 Python 3.11, standard library only.
@@ -34,7 +35,7 @@ EXIT_S = 5.0
 # The pause between `turn/started` and the steer or interrupt, in seconds.
 PAUSE_S = 0.3
 
-MODES = ("plain", "tool", "approval", "steer", "interrupt", "exit-at-once", "fail")
+MODES = ("plain", "tool", "approval", "steer", "interrupt", "exit-at-once", "fail", "no-turn")
 
 LOOKUP_TOOL = {
     "name": "lookup",
@@ -233,6 +234,8 @@ def run(codex, mode):
     thread_id = (started.get("thread") or {}).get("id")
     if not isinstance(thread_id, str):
         raise Failure(f"thread/start: no result.thread.id in {json.dumps(started)}")
+    if mode == "no-turn":
+        return
     turn_params = {"threadId": thread_id, "input": text_input(TURN_TEXT[mode])}
     turn = codex.request("turn/start", turn_params)
     turn_id = (turn.get("turn") or {}).get("id")
