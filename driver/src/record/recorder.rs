@@ -17,10 +17,11 @@ use crate::record::listener::Listener;
 use crate::record::model_proxy::ModelProxy;
 use crate::record::redact::Redactor;
 use crate::record::relay::{self, LogEntry, RelayConfig};
+use crate::record::render::Meta;
 use crate::record::shim::{self, CODEX_ENV};
 use crate::record::timeline;
 use crate::record::upstream::Upstream;
-use crate::record::writer::{self, Meta, Written};
+use crate::record::writer::{self, Written};
 use crate::scenario_file::load;
 
 /// The variable that tells a client of `--listen` where the app-server listens.

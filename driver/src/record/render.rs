@@ -4,13 +4,42 @@
 //! responses as the sidecar's JSON one event per line, the steps, the checks and the notes.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use crate::record::exchange::{End, Exchange, Micros, Transport};
 use crate::record::redact::Redactor;
 use crate::record::toml_text::{block, key, string, value};
-use crate::record::writer::Meta;
+
+/// What the file says about where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    /// The scenario's `name`.
+    pub name: String,
+    /// Its `id`.
+    pub id: String,
+    /// The client's command line.
+    pub command: Vec<String>,
+    /// The codex version recorded.
+    pub codex_version: String,
+    /// Where model requests went.
+    pub upstream: String,
+    /// The day of the recording (`2026-12-02`).
+    pub date: String,
+    /// The client's exit status (`None`: a signal ended it).
+    pub client_exit: Option<i32>,
+    /// The recording's private `CODEX_HOME` (written as `$home`).
+    pub home: PathBuf,
+    /// The config the recording ran with: `approval_policy` and `sandbox_mode`.
+    pub approval_policy: String,
+    /// See [`Meta::approval_policy`].
+    pub sandbox_mode: String,
+    /// Keep every event's recorded gap.
+    pub timing: bool,
+    /// Notes of the recorder's own, written with the writer's.
+    pub notes: Vec<String>,
+}
 
 /// How the client answered a server request.
 #[derive(Debug, Clone, PartialEq)]
