@@ -17,8 +17,8 @@
 //! - `plain`: one turn, "say hello".
 //! - `tool`: a thread with the dynamic tool `lookup`; its `item/tool/call` gets "x is 42".
 //! - `approval`: an `untrusted`, workspace-write thread; command approvals are accepted.
-//! - `steer`: `turn/steer` 300 ms after `turn/started`; the steer must succeed.
-//! - `interrupt`: `turn/interrupt` 300 ms after `turn/started`; the interrupt must succeed.
+//! - `steer`: `turn/steer` 1 s after `turn/started`; the steer must succeed.
+//! - `interrupt`: `turn/interrupt` 1 s after `turn/started`; the interrupt must succeed.
 //! - `exit-at-once`: exits 0 at once, without starting codex or connecting.
 //! - `fail`: the `plain` flow, then exit status 3.
 //!
@@ -55,7 +55,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// How long codex gets to exit after its stdin is closed (or to answer the close frame).
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 /// The pause between `turn/started` and the steer or interrupt.
-const PAUSE: Duration = Duration::from_millis(300);
+const PAUSE: Duration = Duration::from_secs(1);
 /// The exit status of the `fail` mode.
 const FAIL_STATUS: u8 = 3;
 

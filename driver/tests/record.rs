@@ -24,7 +24,9 @@ use support::{CODEX_PARITY, Sandbox, text};
 /// The key the client's environment carries: passed through to the upstream, never written.
 const KEY: &str = "sk-record-test-key-0123456789";
 
-/// The modes of the test clients, with what the upstream answers in each.
+/// The modes of the test clients, with what the upstream answers in each. The clients steer
+/// and interrupt 1 s after `turn/started`: the upstream holds those answers for 4 and 5 s,
+/// so that codex has sent its request and waits for it then, even on a loaded machine.
 fn script(mode: &str) -> Vec<Scripted> {
     match mode {
         "plain" => vec![Scripted::sse(bodies::assistant_reply("r1", "hello there"))],
@@ -45,7 +47,7 @@ fn script(mode: &str) -> Vec<Scripted> {
             Scripted::sse(bodies::assistant_reply("r2", "ran it")),
         ],
         "steer" => vec![
-            Scripted::sse(bodies::assistant_reply("r1", "apples, pears")).delay_ms(1500),
+            Scripted::sse(bodies::assistant_reply("r1", "apples, pears")).delay_ms(4000),
             Scripted::sse(bodies::assistant_reply("r2", "apples, pears, bananas")),
         ],
         "interrupt" => {

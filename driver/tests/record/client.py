@@ -8,8 +8,8 @@ variable CODEX_PARITY_CODEX, else `codex` on PATH. The one argument is the mode:
 - plain: one turn, "say hello".
 - tool: a thread with the dynamic tool `lookup`; its `item/tool/call` gets "x is 42".
 - approval: an `untrusted`, workspace-write thread; command approvals are accepted.
-- steer: `turn/steer` 300 ms after `turn/started`; the steer must succeed.
-- interrupt: `turn/interrupt` 300 ms after `turn/started`; the interrupt must succeed.
+- steer: `turn/steer` 1 s after `turn/started`; the steer must succeed.
+- interrupt: `turn/interrupt` 1 s after `turn/started`; the interrupt must succeed.
 - exit-at-once: exits 0 at once, without starting codex.
 - fail: the plain flow, then exit status 3.
 - no-turn: starts codex and a thread, then ends the session without a turn.
@@ -33,7 +33,7 @@ WAIT_S = 30.0
 # How long codex gets to exit after its stdin is closed, in seconds.
 EXIT_S = 5.0
 # The pause between `turn/started` and the steer or interrupt, in seconds.
-PAUSE_S = 0.3
+PAUSE_S = 1.0
 
 MODES = ("plain", "tool", "approval", "steer", "interrupt", "exit-at-once", "fail", "no-turn")
 
