@@ -154,6 +154,7 @@ impl Draft<'_> {
                 "start_thread = false            # the client started its thread itself\n",
             );
         }
+        out.push_str(&self.requires());
         let websocket = self
             .exchanges
             .iter()
@@ -245,6 +246,37 @@ impl Draft<'_> {
             "REDACTED_COUNT",
             &format!("{} replaced", redactor.matched()),
         )
+    }
+
+    /// `[requires]`: the client requests the steps send and the server requests the client
+    /// answered, so that a codex without one reports the file not applicable, naming it.
+    fn requires(&self) -> String {
+        let mut methods: Vec<&str> = self
+            .steps
+            .iter()
+            .filter_map(|s| match &s.kind {
+                Kind::Request { method, .. } => Some(method.as_str()),
+                Kind::Turn { .. } => Some("turn/start"),
+                Kind::Steer { .. } => Some("turn/steer"),
+                Kind::Interrupt { .. } => Some("turn/interrupt"),
+                _ => None,
+            })
+            .collect();
+        if self.thread_table.is_some() {
+            methods.push("thread/start");
+        }
+        methods.sort_unstable();
+        methods.dedup();
+        let list = |items: Vec<&str>| value(&json!(items));
+        let mut out = format!(
+            "\n[requires]                       # what the session used\nmethods = {}\n",
+            list(methods)
+        );
+        if !self.server_requests.is_empty() {
+            let answered = self.server_requests.keys().map(String::as_str).collect();
+            out.push_str(&format!("server_requests = {}\n", list(answered)));
+        }
+        out
     }
 
     /// One scripted response as the sidecar's JSON text, and whether echoes were trimmed.

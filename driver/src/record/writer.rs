@@ -980,6 +980,7 @@ mod tests {
             t.contains("on = \"server_request\"\nmethod = \"item/tool/call\"\ncount = 1"),
             "{t}"
         );
+        assert!(t.contains("server_requests = [\"item/tool/call\"]"), "{t}");
         assert_eq!(w.answered, 1);
     }
 
