@@ -143,6 +143,18 @@ fn record(
     extra: &[&str],
     client: &[String],
 ) -> Output {
+    finish(record_command(sandbox, codex, upstream, out, extra, client))
+}
+
+/// The command of [`record`], to add to its environment.
+fn record_command(
+    sandbox: &Sandbox,
+    codex: &Path,
+    upstream: &str,
+    out: &Path,
+    extra: &[&str],
+    client: &[String],
+) -> std::process::Command {
     let mut args: Vec<String> = vec![
         "record".into(),
         "--codex-bin".into(),
@@ -158,11 +170,30 @@ fn record(
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut cmd = sandbox.command(&args);
     cmd.env("OPENAI_API_KEY", KEY);
+    cmd
+}
+
+/// Runs a `record` command to its end (90 s at most).
+fn finish(mut cmd: std::process::Command) -> Output {
     support::wait_with_timeout(
         cmd.spawn().unwrap(),
         Duration::from_secs(90),
         "codex-parity record",
     )
+}
+
+/// `run --scenarios DIR --only-files` on one codex, with the repository's baselines.
+fn replay(scenarios: &Path, codex: &Path) -> Output {
+    let (dir, bin) = (scenarios.display().to_string(), codex.display().to_string());
+    let args = [
+        "run",
+        "--scenarios",
+        &dir,
+        "--only-files",
+        "--codex-bin",
+        &bin,
+    ];
+    Sandbox::with_real_baselines().run(&args).0
 }
 
 /// Records every mode with one client's language into `dir`; returns the files.
@@ -357,16 +388,7 @@ async fn a_websocket_session_is_recorded_and_replays() {
     );
     assert!(!file.contains(KEY), "{file}");
     let _ = upstream.shutdown().await;
-    let scenarios = dir.path().display().to_string();
-    let bin = codex.path.display().to_string();
-    let (o, _) = Sandbox::with_real_baselines().run(&[
-        "run",
-        "--scenarios",
-        &scenarios,
-        "--only-files",
-        "--codex-bin",
-        &bin,
-    ]);
+    let o = replay(dir.path(), &codex.path);
     assert!(
         o.status.success(),
         "the WebSocket recording replays: {}",
@@ -403,16 +425,7 @@ async fn a_client_of_the_app_server_listener_is_recorded_and_replays() {
     let _ = upstream.shutdown().await;
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "record left processes behind: {left:?}");
-    let scenarios = dir.path().display().to_string();
-    let bin = codex.path.display().to_string();
-    let (o, _) = Sandbox::with_real_baselines().run(&[
-        "run",
-        "--scenarios",
-        &scenarios,
-        "--only-files",
-        "--codex-bin",
-        &bin,
-    ]);
+    let o = replay(dir.path(), &codex.path);
     assert!(
         o.status.success(),
         "the listener recording replays: {}",
@@ -567,27 +580,16 @@ async fn an_https_upstream_is_recorded_through_tls() {
     );
     support::assert_exit_2_naming(&o, &https);
     // SSL_CERT_FILE adds it to the roots: the session goes through TLS to the upstream.
-    let mut args: Vec<String> = vec![
-        "record".into(),
-        "--codex-bin".into(),
-        codex.path.display().to_string(),
-    ];
-    args.extend([
-        "--upstream".into(),
-        https.clone(),
-        "--out".into(),
-        out.display().to_string(),
-        "--".into(),
-    ]);
-    args.extend(client("python", "plain"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd = sandbox.command(&args);
-    cmd.env("OPENAI_API_KEY", KEY).env("SSL_CERT_FILE", &ca);
-    let o = support::wait_with_timeout(
-        cmd.spawn().unwrap(),
-        Duration::from_secs(90),
-        "record over TLS",
+    let mut cmd = record_command(
+        &sandbox,
+        &codex.path,
+        &https,
+        &out,
+        &[],
+        &client("python", "plain"),
     );
+    cmd.env("SSL_CERT_FILE", &ca);
+    let o = finish(cmd);
     assert!(o.status.success(), "{}", text(&o));
     let file = std::fs::read_to_string(&out).unwrap();
     assert!(file.contains("finalResponse = \"hello there\""), "{file}");

@@ -156,11 +156,7 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .map_or(".".into(), |p| p.display().to_string());
     eprintln!(
         "replay it: codex-parity run --scenarios {dir} --only-files --filter {} --codex-version {}",
-        options
-            .name
-            .clone()
-            .unwrap_or_else(|| name_of(&options.out)),
-        binary.version
+        r.name, binary.version
     );
     Ok(match r.client_exit {
         Some(0) => ExitCode::SUCCESS,
@@ -172,12 +168,6 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-fn name_of(path: &std::path::Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().replace(['-', ' ', '.'], "_"))
-        .unwrap_or_default()
 }
 
 /// The one codex binary of the recording.

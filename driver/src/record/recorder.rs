@@ -71,6 +71,8 @@ pub struct RecordOptions {
 /// What a recording gave.
 #[derive(Debug)]
 pub struct Recorded {
+    /// The scenario's name in the file.
+    pub name: String,
     /// The file written and what is in it.
     pub written: Written,
     /// The client's exit status (`None`: a signal).
@@ -217,6 +219,7 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
         None
     };
     Ok(Recorded {
+        name: meta.name,
         written,
         client_exit,
         sessions: sessions.len(),

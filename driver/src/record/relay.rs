@@ -164,48 +164,14 @@ async fn relay_stdio(
         .kill_on_drop(true)
         .spawn()
         .context("starting codex app-server")?;
-    let mut to_codex = child.stdin.take().context("codex's stdin")?;
+    let to_codex = child.stdin.take().context("codex's stdin")?;
     let from_codex = child.stdout.take().context("codex's stdout")?;
     let (lines, mut logged) = tokio::sync::mpsc::unbounded_channel::<ClientLine>();
     let client_lines = lines.clone();
-    let inbound = tokio::spawn(async move {
-        let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(text)) = stdin.next_line().await {
-            let _ = client_lines.send(ClientLine {
-                at: now_us(),
-                from_client: true,
-                text: text.clone(),
-            });
-            if to_codex
-                .write_all(format!("{text}\n").as_bytes())
-                .await
-                .is_err()
-            {
-                break;
-            }
-            let _ = to_codex.flush().await;
-        }
-        // Dropping codex's stdin is how the client's end of the session reaches codex.
-    });
-    let outbound = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        let mut codex = BufReader::new(from_codex).lines();
-        while let Ok(Some(text)) = codex.next_line().await {
-            let _ = lines.send(ClientLine {
-                at: now_us(),
-                from_client: false,
-                text: text.clone(),
-            });
-            if stdout
-                .write_all(format!("{text}\n").as_bytes())
-                .await
-                .is_err()
-            {
-                break;
-            }
-            let _ = stdout.flush().await;
-        }
-    });
+    // Dropping codex's stdin when the client's ends is how the end of the session reaches
+    // codex.
+    let inbound = tokio::spawn(pump(tokio::io::stdin(), to_codex, true, client_lines));
+    let outbound = tokio::spawn(pump(from_codex, tokio::io::stdout(), false, lines));
     let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
@@ -225,6 +191,29 @@ async fn relay_stdio(
         write_entry(log, &LogEntry::Line(line))?;
     }
     Ok(status)
+}
+
+/// Copies `from` to `to` line by line, flushing each, and sends each line (with its time
+/// and direction) to `log`, until `from` ends or `to` is gone.
+async fn pump(
+    from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    from_client: bool,
+    log: tokio::sync::mpsc::UnboundedSender<ClientLine>,
+) {
+    let mut lines = BufReader::new(from).lines();
+    while let Ok(Some(text)) = lines.next_line().await {
+        let at = now_us();
+        if to.write_all(format!("{text}\n").as_bytes()).await.is_err() {
+            break;
+        }
+        let _ = to.flush().await;
+        let _ = log.send(ClientLine {
+            at,
+            from_client,
+            text,
+        });
+    }
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> anyhow::Result<tokio::signal::unix::Signal> {

@@ -67,16 +67,13 @@ pub(super) enum Kind {
         turn: String,
         expect: Map<String, Value>,
     },
-    Steer {
+    /// `turn/steer` (with its input) or `turn/interrupt` (without): `do` is the method's
+    /// last segment.
+    Control {
+        method: String,
         thread: Option<String>,
         turn: String,
-        input: Value,
-        expect: Option<Value>,
-        expect_error: Option<Value>,
-    },
-    Interrupt {
-        thread: Option<String>,
-        turn: String,
+        input: Option<Value>,
         expect: Option<Value>,
         expect_error: Option<Value>,
     },
@@ -257,8 +254,7 @@ impl Draft<'_> {
             .filter_map(|s| match &s.kind {
                 Kind::Request { method, .. } => Some(method.as_str()),
                 Kind::Turn { .. } => Some("turn/start"),
-                Kind::Steer { .. } => Some("turn/steer"),
-                Kind::Interrupt { .. } => Some("turn/interrupt"),
+                Kind::Control { method, .. } => Some(method.as_str()),
                 _ => None,
             })
             .collect();
@@ -396,37 +392,22 @@ fn step_body(step: &Step, redactor: &mut Redactor) -> String {
                 kv("expect", &Value::Object(expect.clone()));
             }
         }
-        Kind::Steer {
+        Kind::Control {
+            method,
             thread,
             turn,
             input,
             expect,
             expect_error,
         } => {
-            kv("do", &json!("steer"));
+            kv("do", &json!(method.trim_start_matches("turn/")));
             if let Some(t) = thread {
                 kv("thread", &json!(t));
             }
             kv("turn", &json!(turn));
-            kv("input", input);
-            if let Some(e) = expect {
-                kv("expect", e);
+            if let Some(i) = input {
+                kv("input", i);
             }
-            if let Some(e) = expect_error {
-                kv("expect_error", e);
-            }
-        }
-        Kind::Interrupt {
-            thread,
-            turn,
-            expect,
-            expect_error,
-        } => {
-            kv("do", &json!("interrupt"));
-            if let Some(t) = thread {
-                kv("thread", &json!(t));
-            }
-            kv("turn", &json!(turn));
             if let Some(e) = expect {
                 kv("expect", e);
             }

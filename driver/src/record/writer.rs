@@ -289,9 +289,7 @@ impl<'a> Builder<'a> {
             _ => {
                 let params = self.subst(params);
                 let expect_error = match &answer {
-                    Some(Err(e)) => {
-                        Some(json!({"code": e.get("code").cloned().unwrap_or(Value::Null)}))
-                    }
+                    Some(Err(e)) => Some(error_code(e)),
                     _ => None,
                 };
                 let step = self.push(
@@ -341,9 +339,7 @@ impl<'a> Builder<'a> {
             Some(Ok(r)) => r,
             other => {
                 let params = self.subst(params);
-                let expect_error = other
-                    .and_then(Result::err)
-                    .map(|e| json!({"code": e.get("code").cloned().unwrap_or(Value::Null)}));
+                let expect_error = other.and_then(Result::err).map(|e| error_code(&e));
                 self.push(
                     ctx.at,
                     Kind::Request {
@@ -367,18 +363,8 @@ impl<'a> Builder<'a> {
             return;
         };
         self.turns += 1;
-        let thread = params
-            .get("threadId")
-            .map(|t| self.subst(t))
-            .and_then(|t| t.as_str().map(String::from))
-            .filter(|t| t != "$thread");
-        let input = match params.get("input") {
-            Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
-                self.subst(&items[0]["text"])
-            }
-            Some(other) => self.subst(other),
-            None => json!([]),
-        };
+        let thread = self.thread_of(params);
+        let input = self.input_of(params);
         let mut rest = self.subst(params).as_object().cloned().unwrap_or_default();
         rest.remove("threadId");
         rest.remove("input");
@@ -489,11 +475,7 @@ impl<'a> Builder<'a> {
             );
             self.last_wait_requests = count;
         }
-        let thread = params
-            .get("threadId")
-            .map(|t| self.subst(t))
-            .and_then(|t| t.as_str().map(String::from))
-            .filter(|t| t != "$thread");
+        let thread = self.thread_of(params);
         let turn_field = if method == "turn/steer" {
             "expectedTurnId"
         } else {
@@ -506,52 +488,48 @@ impl<'a> Builder<'a> {
             .unwrap_or_else(|| "$turn".into());
         let (expect, expect_error) = match &answer {
             Some(Ok(r)) => (Some(self.subst(r)), None),
-            Some(Err(e)) => (
-                None,
-                Some(json!({"code": e.get("code").cloned().unwrap_or(Value::Null)})),
-            ),
+            Some(Err(e)) => (None, Some(error_code(e))),
             None => (None, None),
         };
-        let in_flight = self.in_flight(count, at);
-        if method == "turn/steer" {
-            let input = match params.get("input") {
-                Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
-                    self.subst(&items[0]["text"])
-                }
-                Some(other) => self.subst(other),
-                None => json!([]),
-            };
+        let steer = method == "turn/steer";
+        let input = steer.then(|| self.input_of(params));
+        let kind = Kind::Control {
+            method: method.to_string(),
+            thread,
+            turn,
+            input,
+            expect,
+            expect_error,
+        };
+        self.push(at, kind, format!("{when}: {method}"));
+        if let Some((pos, event)) = self.in_flight(count, at).filter(|_| steer) {
+            let gate = format!("steer_{}", self.d.gates.len() + 1);
+            self.d.gates.insert(pos, (gate.clone(), event));
             self.push(
                 at,
-                Kind::Steer {
-                    thread,
-                    turn,
-                    input,
-                    expect,
-                    expect_error,
-                },
-                format!("{when}: turn/steer"),
+                Kind::Release(gate),
+                format!("the model request in flight at the steer goes on from event {event}"),
             );
-            if let Some((pos, event)) = in_flight {
-                let gate = format!("steer_{}", self.d.gates.len() + 1);
-                self.d.gates.insert(pos, (gate.clone(), event));
-                self.push(
-                    at,
-                    Kind::Release(gate),
-                    format!("the model request in flight at the steer goes on from event {event}"),
-                );
+        }
+    }
+
+    /// A `threadId` param as the file writes it; `None` for `$thread`, the default.
+    fn thread_of(&mut self, params: &Value) -> Option<String> {
+        params
+            .get("threadId")
+            .map(|t| self.subst(t))
+            .and_then(|t| t.as_str().map(String::from))
+            .filter(|t| t != "$thread")
+    }
+
+    /// An `input` param as the file writes it: one plain text item as its text.
+    fn input_of(&mut self, params: &Value) -> Value {
+        match params.get("input") {
+            Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
+                self.subst(&items[0]["text"])
             }
-        } else {
-            self.push(
-                at,
-                Kind::Interrupt {
-                    thread,
-                    turn,
-                    expect,
-                    expect_error,
-                },
-                format!("{when}: turn/interrupt"),
-            );
+            Some(other) => self.subst(other),
+            None => json!([]),
         }
     }
 
@@ -726,6 +704,11 @@ impl Ctx<'_> {
     fn at_of(&self, m: &Inbound) -> Micros {
         self.inbound.get(m.index).map_or(Micros::MAX, |(t, _)| *t)
     }
+}
+
+/// What the file expects of a refused request: the error's code.
+fn error_code(e: &Value) -> Value {
+    json!({"code": e.get("code").cloned().unwrap_or(Value::Null)})
 }
 
 /// Whether an input item is a plain text item (written as the step's `input` text).
