@@ -15,12 +15,14 @@
 //! | [`plan`] | the run as a library: options, the plan every front-end builds, its events and sinks, the session on one binary |
 //! | [`record`] | recording an integrator's session: the shim, the recording proxy, the scenario file written from both sides |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
+//! | [`client_check`] | the integrator's client served a session and its mutations by a mock app-server, and the verdict |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
 //!
 //! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them.
 
 pub mod app_server;
 pub mod bench;
+pub mod client_check;
 pub mod codex;
 pub mod drift;
 pub mod harness;

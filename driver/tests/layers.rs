@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "plan",
     "record",
     "report",
+    "client_check",
     "bench",
     "cli",
 ];

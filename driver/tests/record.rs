@@ -155,18 +155,7 @@ fn record_command(
     extra: &[&str],
     client: &[String],
 ) -> std::process::Command {
-    let mut args: Vec<String> = vec![
-        "record".into(),
-        "--codex-bin".into(),
-        codex.display().to_string(),
-        "--upstream".into(),
-        upstream.into(),
-        "--out".into(),
-        out.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args.push("--".into());
-    args.extend(client.iter().cloned());
+    let args = support::record_args(codex, upstream, out, extra, client);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut cmd = sandbox.command(&args);
     cmd.env("OPENAI_API_KEY", KEY);

@@ -2,10 +2,12 @@
 
 mod bench;
 mod bisect;
+mod client_check;
 mod install;
 mod list;
 mod matrix;
 mod merge;
+mod one_codex;
 #[cfg(test)]
 mod plan_options;
 mod record;
@@ -102,6 +104,39 @@ enum Command {
     RecordRelay {
         /// The recording's session directory.
         session: PathBuf,
+        /// codex's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Check your own program against what codex sends it: COMMAND is served a session by
+    /// a mock app-server, once as recorded and once per mutation (a message dropped or
+    /// doubled, a method, enum value or field no schema has, reordered notifications, an
+    /// overloaded or crashing server, slow messages, another codex version's stream), and
+    /// a table says how it coped (docs/client-check.md).
+    ///
+    /// COMMAND finds the mock as `codex`: first on its PATH and in $CODEX_PARITY_CODEX, as
+    /// with `record`. Each run is bounded by --timeout-secs; COMMAND's process group is
+    /// killed after it. A mutation expects COMMAND to survive (exit 0, every server request
+    /// answered) or, where the session cannot end well (drop:*, exit-mid-turn), to end by
+    /// itself rather than hang.
+    ///
+    /// Examples:
+    ///   codex-parity client-check --from tests/codex/tool_turn.toml -- python3 my_client.py
+    ///   codex-parity client-check --from out/transcripts/0.171.0/streaming_deltas.json \
+    ///       --must-survive all -- ./target/debug/my-editor --headless
+    ///   codex-parity client-check --from s.toml --mutations none,as:0.161.0,drop:turn/completed \
+    ///       --report cc -- npm test
+    ///
+    /// Exit status: 0 when every --must-survive mutation passed (a mutation that does not
+    /// apply to the session is not a pass), 1 when one did not, 2 on bad input (no such
+    /// source, a source without client requests, COMMAND not found, an unknown mutation).
+    #[command(verbatim_doc_comment)]
+    ClientCheck(client_check::ClientCheckArgs),
+    /// (internal) The mock app-server the `codex` shim of `client-check` runs.
+    #[command(name = "client-check-serve", hide = true)]
+    ClientCheckServe {
+        /// The mutation's run directory.
+        dir: PathBuf,
         /// codex's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
@@ -383,6 +418,8 @@ impl Cli {
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Record(args) => with_runtime(record::record(args)),
             Command::RecordRelay { session, args } => with_runtime(record::relay(session, args)),
+            Command::ClientCheck(args) => with_runtime(client_check::client_check(args)),
+            Command::ClientCheckServe { dir, args } => exit_status(client_check::serve(dir, args)),
             Command::Review(args) => exit_status(review::review(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
             Command::Bisect(args) => with_runtime(bisect::bisect(args)),

@@ -7,26 +7,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use codex_parity::codex::binaries::{self, CodexBinary};
-use codex_parity::codex::install::{self, Cache, StderrProgress};
-use codex_parity::codex::versions;
 use codex_parity::record::recorder::{self, DEFAULT_UPSTREAM, RecordOptions};
 use codex_parity::record::relay;
+
+use super::one_codex::OneCodex;
 
 /// The arguments of `record`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RecordArgs {
-    /// The codex binary the client's `codex` runs.
-    #[arg(
-        long = "codex-bin",
-        value_name = "PATH",
-        conflicts_with = "codex_version"
-    )]
-    codex_bin: Option<PathBuf>,
-    /// A codex version from npm (installed into the cache on first use); default: the
-    /// pinned version.
-    #[arg(long = "codex-version", value_name = "VERSION")]
-    codex_version: Option<String>,
+    /// The codex the client's `codex` runs.
+    #[command(flatten)]
+    codex: OneCodex,
     /// Where codex's model requests are forwarded: the base URL of a Responses API
     /// (default: $OPENAI_BASE_URL, as codex's own OpenAI provider reads it, else
     /// https://api.openai.com/v1).
@@ -87,7 +78,7 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
              `codex-parity record --out my.toml -- python3 my_client.py`"
         );
     }
-    let binary = binary(&args).await?;
+    let binary = args.codex.resolve().await?;
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("finding codex-parity's own path: {e}"))?;
     let options = RecordOptions {
@@ -168,26 +159,6 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-/// The one codex binary of the recording.
-async fn binary(args: &RecordArgs) -> anyhow::Result<CodexBinary> {
-    let versions = match (&args.codex_bin, &args.codex_version) {
-        (Some(_), _) => vec![],
-        (None, Some(v)) => vec![v.clone()],
-        (None, None) => vec![versions::load()?.pinned.clone()],
-    };
-    let request = binaries::BinaryRequest {
-        paths: args.codex_bin.iter().cloned().collect(),
-        versions,
-        env: None,
-    };
-    let cache = Cache::from_env()?;
-    install::reserve(&cache, &request.versions);
-    let mut found = binaries::resolve_request(&request, &cache, &StderrProgress::new()).await?;
-    found
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("no codex binary was found"))
 }
 
 /// The hidden `record-relay SESSION ARGS…` the shim runs.

@@ -100,6 +100,28 @@ pub async fn resolve_request(
     one_per_version(found)
 }
 
+/// The one binary of a command that runs on one codex (`record`, `client-check`): the
+/// file at `path` when given, else codex `version` from npm, else the pinned version (both
+/// installed into the cache on first use, with progress on stderr).
+pub async fn resolve_one(path: Option<&Path>, version: Option<&str>) -> Result<CodexBinary> {
+    let versions = match (path, version) {
+        (Some(_), _) => vec![],
+        (None, Some(v)) => vec![v.to_string()],
+        (None, None) => vec![versions::load()?.pinned.clone()],
+    };
+    let request = BinaryRequest {
+        paths: path.iter().map(|p| p.to_path_buf()).collect(),
+        versions,
+        env: None,
+    };
+    let cache = Cache::from_env()?;
+    install::reserve(&cache, &request.versions);
+    resolve_request(&request, &cache, &install::StderrProgress::new())
+        .await?
+        .pop()
+        .context("no codex binary was found")
+}
+
 /// The one rule for binaries of the same version: results are named by version, so two
 /// different binaries of one version are refused; the same file named twice (a link, a
 /// second path) is kept once, the first name winning.

@@ -122,7 +122,7 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
     let config_path = relay::config_path(&session);
     std::fs::write(&config_path, serde_json::to_string(&config)?)
         .with_context(|| format!("writing {}", config_path.display()))?;
-    let shim = shim::write(&bin, &o.exe, &session)?;
+    let shim = shim::write(&bin, &o.exe, shim::RELAY_COMMAND, &session)?;
     let listener = match &o.listen {
         Some(url) => {
             let cwd = std::env::current_dir().context("reading the working directory")?;

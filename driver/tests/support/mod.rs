@@ -397,3 +397,27 @@ pub(crate) fn repository_status() -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// The arguments of `codex-parity record --codex-bin CODEX --upstream URL --out OUT EXTRA…
+/// -- CLIENT…`.
+pub(crate) fn record_args(
+    codex: &Path,
+    upstream: &str,
+    out: &Path,
+    extra: &[&str],
+    client: &[String],
+) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "record".into(),
+        "--codex-bin".into(),
+        codex.display().to_string(),
+        "--upstream".into(),
+        upstream.into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(client.iter().cloned());
+    args
+}

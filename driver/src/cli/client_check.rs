@@ -1,0 +1,108 @@
+//! `codex-parity client-check`: the integrator's program served a session, as recorded and
+//! mutated (docs/client-check.md); and `client-check-serve`, the hidden mock app-server its
+//! `codex` shim runs.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use codex_parity::client_check::checker::{self, CheckOptions};
+use codex_parity::client_check::mutation::{DEFAULT, Mutation};
+use codex_parity::client_check::serve;
+use codex_parity::client_check::source::{CodexChoice, Source};
+
+use super::one_codex::OneCodex;
+
+/// The arguments of `client-check`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ClientCheckArgs {
+    /// The session to serve: a scenario file (.toml, e.g. from `record`; run for it on
+    /// --codex-bin or --codex-version, else the pinned version), a transcript of a run's report (DIR/transcripts/VERSION/SCENARIO.json), or the
+    /// directory `record --keep` kept.
+    #[arg(long, value_name = "SOURCE")]
+    from: PathBuf,
+    /// The mutations to serve, each in a run of its own, comma-separated: none,
+    /// drop:METHOD, duplicate:METHOD, unknown-notification, unknown-enum, extra-field,
+    /// reorder, overloaded, exit-mid-turn, slow[:MS], as:VERSION.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT)]
+    mutations: String,
+    /// The mutations the check fails without (comma-separated names, or `all`).
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    must_survive: String,
+    /// Also write DIR/client-check.json, DIR/junit.xml and each mutation's run (its
+    /// script, what the mock served, COMMAND's stdout and stderr) under DIR/runs/.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// COMMAND's time limit per mutation; it and everything it started are killed after.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    timeout_secs: u64,
+    /// The codex a scenario-file source runs on.
+    #[command(flatten)]
+    codex: OneCodex,
+    /// Your program and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Runs the check: exit 0 when every must-survive mutation passed, 1 when one did not.
+pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCode> {
+    let mutations = Mutation::parse_list(&args.mutations).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(!mutations.is_empty(), "--mutations names no mutation");
+    let names: Vec<String> = mutations.iter().map(Mutation::name).collect();
+    let must_survive: Vec<String> = args
+        .must_survive
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    for m in must_survive.iter().filter(|m| *m != "all") {
+        let name = Mutation::parse(m).map_err(anyhow::Error::msg)?.name();
+        anyhow::ensure!(
+            names.contains(&name),
+            "--must-survive {m}: not among --mutations ({})",
+            names.join(",")
+        );
+    }
+    let exe = std::env::current_exe().context("finding codex-parity's own path")?;
+    let options = CheckOptions {
+        source: Source::parse(&args.from)?,
+        codex: CodexChoice {
+            bin: args.codex.codex_bin,
+            version: args.codex.codex_version,
+        },
+        mutations,
+        must_survive,
+        timeout: Duration::from_secs(args.timeout_secs.max(1)),
+        command: args.command,
+        exe,
+        keep_in: args.report.as_ref().map(|d| d.join("runs")),
+    };
+    let verdict = checker::check(&options).await?;
+    print!("{}", verdict.table());
+    if let Some(dir) = &args.report {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let write = |name: &str, text: String| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+        };
+        write("client-check.json", verdict.json()?)?;
+        write("junit.xml", verdict.junit())?;
+        eprintln!(
+            "codex-parity: wrote {}/client-check.json, junit.xml and runs/",
+            dir.display()
+        );
+    }
+    Ok(if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The hidden `client-check-serve DIR ARGS…` the shim runs.
+pub(crate) fn serve(dir: PathBuf, args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let code = serve::serve(&dir, args)?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}

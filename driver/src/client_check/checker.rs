@@ -1,0 +1,298 @@
+//! One `client-check`: the integrator's COMMAND run once per mutation, each time with a
+//! `codex` shim (first on its `PATH` and in `CODEX_PARITY_CODEX`, as with `record`) that is
+//! the mock app-server of [`crate::client_check::serve`] serving that mutation's script.
+//! COMMAND runs in a process group of its own, bounded by the time limit; the group is
+//! killed after it, so nothing it started outlives the check.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use crate::client_check::mutation::{Expect, Mutation};
+use crate::client_check::serve::{self, SERVE_COMMAND, Served};
+use crate::client_check::source::{CodexChoice, Source};
+use crate::client_check::verdict::{Row, RowResult, Verdict};
+use crate::record::shim::{self, CODEX_ENV};
+
+/// What to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The session served.
+    pub source: Source,
+    /// The codex a scenario-file source runs on.
+    pub codex: CodexChoice,
+    /// The mutations, in order.
+    pub mutations: Vec<Mutation>,
+    /// The mutations that must pass for the check to pass (by name).
+    pub must_survive: Vec<String>,
+    /// COMMAND's time limit per mutation.
+    pub timeout: Duration,
+    /// COMMAND and its arguments.
+    pub command: Vec<OsString>,
+    /// codex-parity's own executable (what the shim runs).
+    pub exe: PathBuf,
+    /// Where each mutation's run is kept (its script, what was served, COMMAND's output);
+    /// `None`: a temporary directory, removed at the end.
+    pub keep_in: Option<PathBuf>,
+}
+
+/// Runs the check (see the module docs).
+pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
+    let Some(program) = o.command.first() else {
+        bail!(
+            "no command to check: give your client after `--`, e.g. \
+             `codex-parity client-check --from s.toml -- python3 my_client.py`"
+        );
+    };
+    if which(Path::new(program)).is_none() {
+        bail!(
+            "command not found: {}; give a path to it or put it on PATH",
+            program.to_string_lossy()
+        );
+    }
+    let temp = tempfile::Builder::new()
+        .prefix("codex-parity-check-")
+        .tempdir()
+        .context("creating the check's directory")?;
+    let base = o
+        .keep_in
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    let world = base.join("world");
+    std::fs::create_dir_all(world.join("workspace"))
+        .with_context(|| format!("creating {}", world.display()))?;
+    let recorded = o.source.script(None, &o.codex, &world).await?;
+    if recorded.answers() == 0 {
+        bail!(
+            "{} holds no answer to any client request: there is nothing to serve a client",
+            o.source.describe()
+        );
+    }
+    let mut rows = Vec::new();
+    for (n, mutation) in o.mutations.iter().enumerate() {
+        let name = mutation.name();
+        let must = o.must_survive.iter().any(|m| *m == name || m == "all");
+        let served = match mutation {
+            Mutation::As(v) => o.source.script(Some(v), &o.codex, &world).await,
+            _ => Ok(recorded.clone()),
+        }
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|s| mutation.apply(&s));
+        let row = match served {
+            Err(why) => Row::not_applicable(&name, mutation.expect(), must, why),
+            Ok(mut script) => {
+                let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
+                script.deadline_secs = o.timeout.as_secs() + 5;
+                run_one(o, &dir, &script, &name, mutation.expect(), must).await?
+            }
+        };
+        eprintln!("codex-parity: {}", row.line());
+        rows.push(row);
+    }
+    Ok(Verdict {
+        source: recorded.origin,
+        codex: recorded.codex_version,
+        command: o
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        timeout_secs: o.timeout.as_secs(),
+        rows,
+    })
+}
+
+/// A mutation's name as a directory name.
+fn file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where `program` is found as the shell would run it (`None`: nowhere).
+fn which(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return program.is_file().then(|| program.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Runs COMMAND against one mutation's script in `dir`.
+async fn run_one(
+    o: &CheckOptions,
+    dir: &Path,
+    script: &crate::client_check::script::Script,
+    name: &str,
+    expect: Expect,
+    must: bool,
+) -> anyhow::Result<Row> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    script.write(&serve::script_path(dir))?;
+    let bin = dir.join("bin");
+    let codex = shim::write(&bin, &o.exe, SERVE_COMMAND, dir)?;
+    let mut path = OsString::from(&bin);
+    if let Some(old) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let file = |n: &str| {
+        std::fs::File::create(dir.join(n))
+            .with_context(|| format!("creating {n} in {}", dir.display()))
+    };
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(&o.command[0])
+        .args(&o.command[1..])
+        .env("PATH", path)
+        .env(CODEX_ENV, &codex)
+        .stdin(Stdio::null())
+        .stdout(file("stdout.txt")?)
+        .stderr(file("stderr.txt")?)
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", o.command[0].to_string_lossy()))?;
+    let group = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+    let status = tokio::time::timeout(o.timeout, child.wait()).await;
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let status = match status {
+        Ok(status) => Some(status.context("waiting for the command")?),
+        Err(_) => {
+            let _ = child.wait().await;
+            None
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let served = serve::read_served(dir);
+    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    Ok(judge(
+        name, expect, must, status, seconds, &served, &stderr, o.timeout,
+    ))
+}
+
+/// The row of one run: passed or failed against what the mutation expects, with why.
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    name: &str,
+    expect: Expect,
+    must: bool,
+    status: Option<std::process::ExitStatus>,
+    seconds: f64,
+    served: &[Served],
+    stderr: &str,
+    timeout: Duration,
+) -> Row {
+    use std::os::unix::process::ExitStatusExt;
+    let mut failures = Vec::new();
+    let mut notes = Vec::new();
+    let code = status.and_then(|s| s.code());
+    let next = served.iter().rev().find_map(|s| s.next.clone());
+    match status {
+        None => failures.push(format!(
+            "timed out after {} s (killed); {}",
+            timeout.as_secs(),
+            match &next {
+                Some(n) => format!("the session was at {n}"),
+                None => format!(
+                    "codex had sent all {} message(s) of the session",
+                    served.iter().map(|s| s.sent).sum::<usize>()
+                ),
+            }
+        )),
+        Some(s) if s.signal().is_some() => failures.push(format!(
+            "crashed: killed by signal {}",
+            s.signal().unwrap_or_default()
+        )),
+        Some(_) => {}
+    }
+    if served.is_empty() {
+        failures.push(
+            "never started `codex app-server` (the shim is first on PATH and in \
+             $CODEX_PARITY_CODEX)"
+                .into(),
+        );
+    }
+    let all =
+        |f: fn(&Served) -> &Vec<String>| served.iter().flat_map(f).cloned().collect::<Vec<_>>();
+    if expect == Expect::Survive {
+        if let Some(c) = code.filter(|c| *c != 0) {
+            let last = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            failures.push(
+                format!("exited with status {c}: {last}")
+                    .trim_end_matches(": ")
+                    .into(),
+            );
+        }
+        let unanswered = all(|s| &s.unanswered);
+        if !unanswered.is_empty() {
+            failures.push(format!("left unanswered: {}", unanswered.join(", ")));
+        }
+        failures.extend(all(|s| &s.answers_differ));
+        failures.extend(all(|s| &s.foreign_threads));
+    } else if let Some(c) = code {
+        notes.push(format!("ended with status {c}"));
+    }
+    let unmatched = all(|s| &s.unmatched);
+    if !unmatched.is_empty() {
+        notes.push(format!(
+            "asked what the session does not answer: {}",
+            unmatched.join(", ")
+        ));
+    }
+    let not_asked = all(|s| &s.not_asked);
+    if !not_asked.is_empty() {
+        notes.push(format!("never asked: {}", not_asked.join(", ")));
+    }
+    for s in served
+        .iter()
+        .filter(|s| s.not_reached > 0 && status.is_some())
+    {
+        notes.push(format!(
+            "app-server {}: stopped {} step(s) before the session's end (next: {})",
+            s.launch,
+            s.not_reached,
+            s.next.as_deref().unwrap_or("-")
+        ));
+    }
+    let malformed = all(|s| &s.malformed);
+    if !malformed.is_empty() {
+        notes.push(format!(
+            "sent what is not JSON-RPC: {}",
+            malformed.join("; ")
+        ));
+    }
+    Row {
+        mutation: name.into(),
+        expect,
+        must_survive: must,
+        result: if failures.is_empty() {
+            RowResult::Passed
+        } else {
+            RowResult::Failed
+        },
+        exit: code,
+        timed_out: status.is_none(),
+        seconds,
+        launches: served.len(),
+        reasons: failures,
+        notes,
+    }
+}

@@ -1,0 +1,488 @@
+//! The mutations `client-check` serves a session with, each in a run of its own: what a
+//! next codex release, a loaded server or a crash could send the client instead of what was
+//! recorded. [`Mutation::apply`] turns the recorded [`Script`] into the served one, or says
+//! why the mutation has nothing to change in this session (never counted as passed).
+
+use serde_json::{Map, Value, json};
+
+use crate::client_check::script::{Reply, Script, Step};
+
+/// A method no codex schema has, sent by `unknown-notification`.
+pub const UNKNOWN_METHOD: &str = "codexParity/unknownNotification";
+/// The field `extra-field` adds to every object.
+pub const EXTRA_FIELD: &str = "codexParityExtraField";
+/// The turn status `unknown-enum` puts in `turn/completed`.
+pub const UNKNOWN_STATUS: &str = "codexParityUnknownStatus";
+/// The pause between messages of `slow` without a number, in milliseconds.
+pub const SLOW_MS: u64 = 250;
+
+/// One way to serve the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mutation {
+    /// As recorded.
+    None,
+    /// Every message of the method left out (an answer: the request is never answered).
+    Drop(String),
+    /// Every notification or server request of the method sent twice.
+    Duplicate(String),
+    /// A notification of a method no schema has, right after `turn/started`.
+    UnknownNotification,
+    /// A turn status no schema has in every `turn/completed`.
+    UnknownEnum,
+    /// A new optional field on every object codex sends.
+    ExtraField,
+    /// Neighbouring notifications of different items swapped.
+    Reorder,
+    /// -32001 "Server overloaded; retry later." to the first `turn/start`.
+    Overloaded,
+    /// The app-server exits right after the first `turn/started`.
+    ExitMidTurn,
+    /// A pause of this many milliseconds before every message.
+    Slow(u64),
+    /// The same session as this codex version sent it.
+    As(String),
+}
+
+/// What a client should do to pass a mutation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Exit 0 with every server request answered.
+    Survive,
+    /// Exit on its own (any status, no signal) within the time limit: never hang.
+    End,
+}
+
+impl Expect {
+    /// The word in tables: `survive` or `end`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Expect::Survive => "survive",
+            Expect::End => "end",
+        }
+    }
+}
+
+/// The mutations run when `--mutations` is not given.
+pub const DEFAULT: &str = "none,drop:turn/completed,duplicate:item/agentMessage/delta,\
+unknown-notification,unknown-enum,extra-field,reorder,overloaded,exit-mid-turn,slow";
+
+impl Mutation {
+    /// Reads one mutation as `--mutations` names it.
+    pub fn parse(text: &str) -> Result<Mutation, String> {
+        let (name, arg) = match text.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (text, None),
+        };
+        let needs = |what: &str| {
+            arg.filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .ok_or(format!("`{name}` needs {what}: `{name}:{what}`"))
+        };
+        Ok(match name {
+            "none" => Mutation::None,
+            "drop" => Mutation::Drop(needs("METHOD")?),
+            "duplicate" => Mutation::Duplicate(needs("METHOD")?),
+            "unknown-notification" => Mutation::UnknownNotification,
+            "unknown-enum" => Mutation::UnknownEnum,
+            "extra-field" => Mutation::ExtraField,
+            "reorder" => Mutation::Reorder,
+            "overloaded" => Mutation::Overloaded,
+            "exit-mid-turn" => Mutation::ExitMidTurn,
+            "slow" => Mutation::Slow(match arg {
+                Some(ms) => ms
+                    .parse()
+                    .map_err(|_| format!("`slow:{ms}`: the pause is in whole milliseconds"))?,
+                None => SLOW_MS,
+            }),
+            "as" => Mutation::As(needs("VERSION")?),
+            _ => {
+                return Err(format!(
+                    "unknown mutation `{text}`: the mutations are none, drop:METHOD, \
+                     duplicate:METHOD, unknown-notification, unknown-enum, extra-field, \
+                     reorder, overloaded, exit-mid-turn, slow[:MS] and as:VERSION"
+                ));
+            }
+        })
+    }
+
+    /// A comma-separated list of mutations.
+    pub fn parse_list(text: &str) -> Result<Vec<Mutation>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(Mutation::parse)
+            .collect()
+    }
+
+    /// The mutation as `--mutations` names it.
+    pub fn name(&self) -> String {
+        match self {
+            Mutation::None => "none".into(),
+            Mutation::Drop(m) => format!("drop:{m}"),
+            Mutation::Duplicate(m) => format!("duplicate:{m}"),
+            Mutation::UnknownNotification => "unknown-notification".into(),
+            Mutation::UnknownEnum => "unknown-enum".into(),
+            Mutation::ExtraField => "extra-field".into(),
+            Mutation::Reorder => "reorder".into(),
+            Mutation::Overloaded => "overloaded".into(),
+            Mutation::ExitMidTurn => "exit-mid-turn".into(),
+            Mutation::Slow(ms) if *ms == SLOW_MS => "slow".into(),
+            Mutation::Slow(ms) => format!("slow:{ms}"),
+            Mutation::As(v) => format!("as:{v}"),
+        }
+    }
+
+    /// What the client must do to pass: end rather than hang where the session cannot end
+    /// well (a message dropped, codex gone), survive otherwise.
+    pub fn expect(&self) -> Expect {
+        match self {
+            Mutation::Drop(_) | Mutation::ExitMidTurn => Expect::End,
+            _ => Expect::Survive,
+        }
+    }
+
+    /// The script served for this mutation; `Err` with the reason when the session has
+    /// nothing it changes. ([`Mutation::As`] is served from another version's session,
+    /// which the caller loads; here it changes nothing.)
+    pub fn apply(&self, script: &Script) -> Result<Script, String> {
+        let mut out = script.clone();
+        let changed = match self {
+            Mutation::None | Mutation::As(_) => true,
+            Mutation::Slow(ms) => {
+                out.gap_ms = *ms;
+                true
+            }
+            Mutation::Drop(method) => each(&mut out, |steps| drop(steps, method)),
+            Mutation::Duplicate(method) => each(&mut out, |steps| duplicate(steps, method)),
+            Mutation::UnknownNotification => each(&mut out, |steps| {
+                after_turn_started(steps, unknown_notification(), true)
+            }),
+            Mutation::UnknownEnum => each(&mut out, |s| unknown_status(s)),
+            Mutation::ExtraField => each(&mut out, |s| extra_fields(s)),
+            Mutation::Reorder => each(&mut out, |s| reorder(s)),
+            Mutation::Overloaded => each(&mut out, overload),
+            Mutation::ExitMidTurn => each(&mut out, |steps| {
+                after_turn_started(steps, Step::Exit { code: 1 }, false)
+            }),
+        };
+        if changed {
+            return Ok(out);
+        }
+        Err(match self {
+            Mutation::Drop(m) | Mutation::Duplicate(m) if !has_method(script, m) => {
+                format!("the session has no {m}")
+            }
+            Mutation::Duplicate(m) => format!(
+                "{m} is an answer here: only notifications and server requests are duplicated"
+            ),
+            Mutation::UnknownEnum => "the session has no turn/completed with a turn status".into(),
+            Mutation::Reorder => {
+                "the session has no two neighbouring notifications of different items".into()
+            }
+            Mutation::Overloaded => "the session answers no request after initialize".into(),
+            _ => "the session has no turn/started".into(),
+        })
+    }
+}
+
+/// Applies `change` to every connection; whether any changed.
+fn each(script: &mut Script, mut change: impl FnMut(&mut Vec<Step>) -> bool) -> bool {
+    let mut any = false;
+    for steps in &mut script.connections {
+        any |= change(steps);
+    }
+    any
+}
+
+fn has_method(script: &Script, method: &str) -> bool {
+    script
+        .connections
+        .iter()
+        .flatten()
+        .any(|s| s.method() == Some(method))
+}
+
+fn drop(steps: &mut Vec<Step>, method: &str) -> bool {
+    let before = steps.len();
+    let mut silenced = false;
+    steps.retain_mut(|step| match step {
+        Step::Answer { method: m, reply } if m == method => {
+            *reply = Reply::Silence;
+            silenced = true;
+            true
+        }
+        other => other.method() != Some(method),
+    });
+    silenced || steps.len() != before
+}
+
+fn duplicate(steps: &mut Vec<Step>, method: &str) -> bool {
+    let mut out = Vec::with_capacity(steps.len());
+    let mut changed = false;
+    for step in steps.drain(..) {
+        if matches!(step, Step::Notify { .. } | Step::Ask { .. }) && step.method() == Some(method) {
+            out.push(step.clone());
+            changed = true;
+        }
+        out.push(step);
+    }
+    *steps = out;
+    changed
+}
+
+fn unknown_notification() -> Step {
+    Step::Notify {
+        method: UNKNOWN_METHOD.into(),
+        params: json!({"note": "a notification no codex schema has (client-check)"}),
+        extra: Map::new(),
+    }
+}
+
+/// Puts `step` right after the first `turn/started` (each one when `every`).
+fn after_turn_started(steps: &mut Vec<Step>, step: Step, every: bool) -> bool {
+    let mut at: Vec<usize> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Step::Notify { method, .. } if method == "turn/started"))
+        .map(|(i, _)| i + 1)
+        .collect();
+    if !every {
+        at.truncate(1);
+    }
+    for i in at.iter().rev() {
+        steps.insert(*i, step.clone());
+    }
+    !at.is_empty()
+}
+
+fn unknown_status(steps: &mut [Step]) -> bool {
+    let mut changed = false;
+    for step in steps.iter_mut() {
+        if let Step::Notify { method, params, .. } = step
+            && method == "turn/completed"
+            && let Some(status) = params.pointer_mut("/turn/status")
+        {
+            *status = Value::String(UNKNOWN_STATUS.into());
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn extra_fields(steps: &mut [Step]) -> bool {
+    fn add(value: &mut Value) {
+        match value {
+            Value::Object(obj) => {
+                obj.values_mut().for_each(add);
+                obj.insert(
+                    EXTRA_FIELD.into(),
+                    json!("added by client-check extra-field"),
+                );
+            }
+            Value::Array(items) => items.iter_mut().for_each(add),
+            _ => {}
+        }
+    }
+    for step in steps.iter_mut() {
+        match step {
+            Step::Notify { params, .. } | Step::Ask { params, .. } => add(params),
+            Step::Answer {
+                reply: Reply::Result(result),
+                ..
+            } => add(result),
+            _ => {}
+        }
+    }
+    !steps.is_empty()
+}
+
+/// The item a notification is about, when it says.
+fn item_of(params: &Value) -> Option<&Value> {
+    params.get("itemId").or_else(|| params.pointer("/item/id"))
+}
+
+/// Notifications whose order the protocol does not fix among themselves: not a turn's
+/// or thread's start or end, which frame the rest.
+fn movable(step: &Step) -> Option<&Value> {
+    match step {
+        Step::Notify { method, params, .. }
+            if !matches!(
+                method.as_str(),
+                "turn/started" | "turn/completed" | "thread/started" | "thread/closed"
+            ) =>
+        {
+            Some(params)
+        }
+        _ => None,
+    }
+}
+
+fn reorder(steps: &mut [Step]) -> bool {
+    let mut changed = false;
+    let mut i = 0;
+    while i + 1 < steps.len() {
+        let swap = match (movable(&steps[i]), movable(&steps[i + 1])) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (item_of(a), item_of(b));
+                a.is_none() || b.is_none() || a != b
+            }
+            _ => false,
+        };
+        if swap {
+            steps.swap(i, i + 1);
+            changed = true;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    changed
+}
+
+fn overload(steps: &mut Vec<Step>) -> bool {
+    let at = steps
+        .iter()
+        .position(|s| s.answers("turn/start"))
+        .or_else(|| {
+            steps
+                .iter()
+                .position(|s| matches!(s, Step::Answer { method, .. } if method != "initialize"))
+        });
+    match at {
+        Some(i) => {
+            steps.insert(i, Step::Overload);
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(method: &str, params: Value) -> Step {
+        Step::Notify {
+            method: method.into(),
+            params,
+            extra: Map::new(),
+        }
+    }
+
+    fn answer(method: &str) -> Step {
+        Step::Answer {
+            method: method.into(),
+            reply: Reply::Result(json!({"turn": {"status": "inProgress"}})),
+        }
+    }
+
+    fn session() -> Script {
+        Script {
+            connections: vec![vec![
+                answer("initialize"),
+                answer("turn/start"),
+                note("turn/started", json!({"turn": {"id": "u"}})),
+                note("item/started", json!({"item": {"id": "a"}})),
+                note("thread/tokenUsage/updated", json!({})),
+                note("item/agentMessage/delta", json!({"itemId": "a"})),
+                note("item/completed", json!({"item": {"id": "a"}})),
+                note("turn/completed", json!({"turn": {"status": "completed"}})),
+            ]],
+            ..Script::default()
+        }
+    }
+
+    fn methods(s: &Script) -> Vec<String> {
+        s.connections[0]
+            .iter()
+            .map(|s| s.method().unwrap_or("*").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_name_reads_back_as_itself() {
+        for m in Mutation::parse_list(&format!("{DEFAULT},slow:10,as:0.161.0")).unwrap() {
+            assert_eq!(Mutation::parse(&m.name()).unwrap(), m);
+        }
+        assert!(Mutation::parse("drop").unwrap_err().contains("drop:METHOD"));
+        assert!(
+            Mutation::parse("nope")
+                .unwrap_err()
+                .contains("unknown mutation")
+        );
+        assert!(Mutation::parse("slow:x").is_err());
+    }
+
+    #[test]
+    fn each_mutation_changes_what_it_says() {
+        let s = session();
+        let dropped = Mutation::Drop("turn/completed".into()).apply(&s).unwrap();
+        assert!(!methods(&dropped).contains(&"turn/completed".into()));
+        let silent = Mutation::Drop("turn/start".into()).apply(&s).unwrap();
+        assert!(silent.connections[0].contains(&Step::Answer {
+            method: "turn/start".into(),
+            reply: Reply::Silence
+        }));
+        let twice = Mutation::Duplicate("item/agentMessage/delta".into())
+            .apply(&s)
+            .unwrap();
+        assert_eq!(twice.connections[0].len(), 9);
+        let unknown = Mutation::UnknownNotification.apply(&s).unwrap();
+        assert_eq!(methods(&unknown)[3], UNKNOWN_METHOD);
+        let status = Mutation::UnknownEnum.apply(&s).unwrap();
+        assert_eq!(
+            status.connections[0][7],
+            note(
+                "turn/completed",
+                json!({"turn": {"status": UNKNOWN_STATUS}})
+            )
+        );
+        let extra = Mutation::ExtraField.apply(&s).unwrap();
+        assert_eq!(
+            extra.connections[0][2],
+            note(
+                "turn/started",
+                json!({"turn": {"id": "u", EXTRA_FIELD: "added by client-check extra-field"},
+                       EXTRA_FIELD: "added by client-check extra-field"})
+            )
+        );
+        let moved = Mutation::Reorder.apply(&s).unwrap();
+        assert_eq!(
+            &methods(&moved)[3..7],
+            [
+                "thread/tokenUsage/updated",
+                "item/started",
+                "item/agentMessage/delta",
+                "item/completed"
+            ]
+        );
+        let busy = Mutation::Overloaded.apply(&s).unwrap();
+        assert_eq!(busy.connections[0][1], Step::Overload);
+        let crash = Mutation::ExitMidTurn.apply(&s).unwrap();
+        assert_eq!(crash.connections[0][3], Step::Exit { code: 1 });
+        assert_eq!(Mutation::Slow(5).apply(&s).unwrap().gap_ms, 5);
+    }
+
+    #[test]
+    fn a_mutation_with_nothing_to_change_says_why() {
+        let s = Script {
+            connections: vec![vec![answer("initialize")]],
+            ..Script::default()
+        };
+        let why = |m: Mutation| m.apply(&s).unwrap_err();
+        assert_eq!(
+            why(Mutation::Drop("turn/completed".into())),
+            "the session has no turn/completed"
+        );
+        assert_eq!(
+            why(Mutation::Duplicate("initialize".into())),
+            "initialize is an answer here: only notifications and server requests are duplicated"
+        );
+        assert!(why(Mutation::ExitMidTurn).contains("no turn/started"));
+        assert!(why(Mutation::Overloaded).contains("after initialize"));
+        assert!(why(Mutation::UnknownEnum).contains("turn status"));
+        assert!(why(Mutation::Reorder).contains("neighbouring"));
+        assert_eq!(Mutation::ExitMidTurn.expect(), Expect::End);
+        assert_eq!(Mutation::Reorder.expect(), Expect::Survive);
+    }
+}

@@ -1,0 +1,328 @@
+//! Where the session `client-check` serves comes from (`--from`): a transcript from a
+//! run's report (`DIR/transcripts/VERSION/SCENARIO.json`, or a kept world's
+//! `transcript.json`), the directory `record --keep` left (its relay logs: every line in
+//! both directions, so the client's answers are checked too), or a scenario file (one
+//! `record` wrote, or any), which is run on a real codex for the session it produces.
+//! `as:VERSION` takes the same session from another version: the sibling transcript of
+//! the report, or the scenario file run on that version.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::app_server::transcript::Sent;
+use crate::client_check::placeholders::Placeholders;
+use crate::client_check::script::Script;
+use crate::codex::binaries::{self, CodexBinary};
+use crate::harness::outcome::Outcome;
+use crate::harness::sidecar::SidecarLauncher;
+use crate::plan::Options;
+use crate::plan::session::Session;
+use crate::record::{relay, timeline};
+
+/// A session to serve.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A transcript of a run (normalised; its placeholders get concrete values).
+    Transcript(PathBuf),
+    /// The relay logs of `record --keep`: its directory, or one `sessions/N.jsonl`.
+    RelayLog(PathBuf),
+    /// A scenario file, run on codex.
+    ScenarioFile(PathBuf),
+}
+
+impl Source {
+    /// What `--from PATH` names.
+    pub fn parse(path: &Path) -> anyhow::Result<Source> {
+        let kinds = "a scenario file (.toml, e.g. one `codex-parity record` wrote), a \
+                     transcript of a run's report (DIR/transcripts/VERSION/SCENARIO.json) or \
+                     the directory `codex-parity record --keep` kept";
+        if !path.exists() {
+            bail!("no such source: {}; --from takes {kinds}", path.display());
+        }
+        if path.is_dir() {
+            // The kept directory holds the recording's session directory.
+            for session in [path.join("session"), path.to_path_buf()] {
+                if relay::logs_dir(&session).is_dir() {
+                    return Ok(Source::RelayLog(session));
+                }
+            }
+            let transcripts = path.join("transcripts");
+            if transcripts.is_dir() {
+                bail!(
+                    "{} is a run's report: name one of its transcripts, \
+                     e.g. --from {}/VERSION/SCENARIO.json",
+                    path.display(),
+                    transcripts.display()
+                );
+            }
+            bail!("{} holds no session; --from takes {kinds}", path.display());
+        }
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("toml") => Ok(Source::ScenarioFile(path.to_path_buf())),
+            Some("json") => Ok(Source::Transcript(path.to_path_buf())),
+            Some("jsonl") => Ok(Source::RelayLog(path.to_path_buf())),
+            _ => bail!("{} is none of {kinds}", path.display()),
+        }
+    }
+
+    /// What the report calls it.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Transcript(p) => format!("transcript {}", p.display()),
+            Source::RelayLog(p) => format!("recorded session {}", p.display()),
+            Source::ScenarioFile(p) => format!("scenario file {}", p.display()),
+        }
+    }
+
+    /// The session as codex `version` sends it (`None`: as the source has it, or for a
+    /// scenario file the `codex` given); `world` stands for a transcript's `<world>`.
+    pub async fn script(
+        &self,
+        version: Option<&str>,
+        codex: &CodexChoice,
+        world: &Path,
+    ) -> anyhow::Result<Script> {
+        match self {
+            Source::Transcript(path) => {
+                let path = match version {
+                    Some(v) => sibling(path, v)?,
+                    None => path.clone(),
+                };
+                transcript(&path, world)
+            }
+            Source::RelayLog(path) => match version {
+                Some(v) => bail!(
+                    "as:{v} needs the session as another codex sent it: a recorded session \
+                     holds one codex's; pass the scenario file `record` wrote (--from F.toml)"
+                ),
+                None => relay_log(path),
+            },
+            Source::ScenarioFile(path) => {
+                let binary = match version {
+                    Some(v) => codex.resolve_version(v).await?,
+                    None => codex.resolve().await?,
+                };
+                scenario_file(path, binary).await
+            }
+        }
+    }
+}
+
+/// The codex a scenario file runs on: `--codex-bin`, `--codex-version`, else the pinned one.
+#[derive(Debug, Clone, Default)]
+pub struct CodexChoice {
+    /// `--codex-bin`.
+    pub bin: Option<PathBuf>,
+    /// `--codex-version`.
+    pub version: Option<String>,
+}
+
+impl CodexChoice {
+    /// The chosen binary (installed from npm on first use).
+    pub async fn resolve(&self) -> anyhow::Result<CodexBinary> {
+        binaries::resolve_one(self.bin.as_deref(), self.version.as_deref()).await
+    }
+
+    /// Codex `version` from npm (installed on first use).
+    pub async fn resolve_version(&self, version: &str) -> anyhow::Result<CodexBinary> {
+        binaries::resolve_one(None, Some(version)).await
+    }
+}
+
+/// The same transcript of codex `version`: `…/transcripts/VERSION/SCENARIO.json`.
+fn sibling(path: &Path, version: &str) -> anyhow::Result<PathBuf> {
+    let folder = path.parent().and_then(Path::parent);
+    let (Some(folder), Some(name)) = (folder, path.file_name()) else {
+        bail!(
+            "as:{version}: {} is not in a report's transcripts/VERSION/",
+            path.display()
+        );
+    };
+    let other = folder.join(version).join(name);
+    if other.is_file() {
+        return Ok(other);
+    }
+    let mut have: Vec<String> = std::fs::read_dir(folder)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().join(name).is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    have.sort();
+    bail!(
+        "as:{version}: the report has no transcript of {} on codex {version} ({} missing); it \
+         has it for: {}. Run the report with that version too (`codex-parity run --compare \
+         --report DIR`) or pass a scenario file",
+        name.to_string_lossy(),
+        other.display(),
+        if have.is_empty() {
+            "none".into()
+        } else {
+            have.join(", ")
+        }
+    )
+}
+
+/// A transcript document (`crate::drift::transcript`) as a script.
+fn transcript(path: &Path, world: &Path) -> anyhow::Result<Script> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let version = doc["codex"].as_str().unwrap_or("unknown").to_string();
+    let Some(connections) = doc["connections"].as_array() else {
+        bail!(
+            "{} is not a transcript: it has no \"connections\" (see docs/client-check.md)",
+            path.display()
+        );
+    };
+    let mut placeholders = Placeholders::new(&version, world);
+    let connections: Vec<Vec<Sent>> = connections
+        .iter()
+        .map(|c| {
+            let sent: Vec<Sent> = c["messages"]
+                .as_array()
+                .map(|m| m.iter().filter_map(Sent::from_json).collect())
+                .unwrap_or_default();
+            placeholders.messages(&sent)
+        })
+        .collect();
+    Ok(Script::from_sent(
+        &format!("transcript {}", path.display()),
+        &version,
+        &connections,
+    ))
+}
+
+/// The relay logs of `record --keep` as a script.
+fn relay_log(path: &Path) -> anyhow::Result<Script> {
+    let sessions = if path.is_dir() {
+        timeline::read(&relay::logs_dir(path))?.0
+    } else {
+        vec![timeline::session(relay::read_log(path)?)]
+    };
+    let version = if path.is_dir() {
+        version_of_relay(path)
+    } else {
+        path.parent()
+            .and_then(Path::parent)
+            .map_or_else(|| "unknown".into(), version_of_relay)
+    };
+    let rpcs: Vec<_> = sessions.into_iter().map(|s| s.rpcs).collect();
+    Ok(Script::from_rpcs(
+        &format!("recorded session {}", path.display()),
+        &version,
+        &rpcs,
+    ))
+}
+
+/// The version of the codex a recording relayed to, from its binary's `--version`.
+fn version_of_relay(session: &Path) -> String {
+    let config: Option<relay::RelayConfig> = std::fs::read_to_string(relay::config_path(session))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    config
+        .and_then(|c| {
+            std::process::Command::new(c.codex)
+                .arg("--version")
+                .output()
+                .ok()
+        })
+        .and_then(|o| {
+            crate::codex::binary::parse_version_output(&String::from_utf8_lossy(&o.stdout))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// A scenario file run on `binary`: the session its app-servers sent.
+async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Script> {
+    let compiled = crate::scenario_file::compile_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let scenario = crate::scenario_file::scenario(compiled);
+    eprintln!(
+        "codex-parity: running {} on codex {} for the session to serve",
+        path.display(),
+        binary.version
+    );
+    let session = Session::with_options(
+        binary.clone(),
+        SidecarLauncher::current_exe()?,
+        Options::default(),
+    )
+    .await?;
+    let ran = session.run(&scenario).await;
+    match &ran.outcome {
+        Outcome::NotApplicable(why) => {
+            bail!(
+                "{} does not apply to codex {}: {why}",
+                path.display(),
+                binary.version
+            )
+        }
+        Outcome::Failed(why) => eprintln!(
+            "codex-parity: warning: {} failed on codex {} ({}); serving what codex sent anyway",
+            path.display(),
+            binary.version,
+            why.lines().next().unwrap_or_default()
+        ),
+        _ => {}
+    }
+    let connections: Vec<Vec<Sent>> = ran.transcripts.into_iter().map(|c| c.messages).collect();
+    Ok(Script::from_sent(
+        &format!("{} on codex {}", path.display(), binary.version),
+        &binary.version,
+        &connections,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_is_named_by_what_it_is_and_bad_ones_say_what_to_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let no = Source::parse(&p.join("nope.json")).unwrap_err().to_string();
+        assert!(
+            no.contains("no such source") && no.contains("record --keep"),
+            "{no}"
+        );
+        std::fs::write(p.join("s.toml"), "").unwrap();
+        assert_eq!(
+            Source::parse(&p.join("s.toml")).unwrap(),
+            Source::ScenarioFile(p.join("s.toml"))
+        );
+        std::fs::create_dir_all(p.join("report/transcripts/0.171.0")).unwrap();
+        let report = Source::parse(&p.join("report")).unwrap_err().to_string();
+        assert!(report.contains("name one of its transcripts"), "{report}");
+        std::fs::create_dir_all(p.join("kept/session/sessions")).unwrap();
+        assert_eq!(
+            Source::parse(&p.join("kept")).unwrap(),
+            Source::RelayLog(p.join("kept/session"))
+        );
+    }
+
+    #[test]
+    fn as_version_finds_the_sibling_transcript_or_lists_the_versions_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("transcripts");
+        for v in ["0.161.0", "0.171.0"] {
+            std::fs::create_dir_all(t.join(v)).unwrap();
+            std::fs::write(t.join(v).join("plain.json"), "{}").unwrap();
+        }
+        let mine = t.join("0.171.0/plain.json");
+        assert_eq!(
+            sibling(&mine, "0.161.0").unwrap(),
+            t.join("0.161.0/plain.json")
+        );
+        let missing = sibling(&mine, "0.131.0").unwrap_err().to_string();
+        assert!(
+            missing.contains("it has it for: 0.161.0, 0.171.0"),
+            "{missing}"
+        );
+    }
+}
