@@ -1,9 +1,11 @@
 //! The app-server layer: a JSON-RPC client of one `codex app-server` process (its
-//! messages, typed requests and child-process handling) and the turn layer above it.
+//! messages, typed requests and child-process handling) and the turn layer above it; and
+//! `codex exec --json`, run to its end with its event stream kept.
 //! Depends only on the codex layer.
 
 pub mod child;
 pub mod client;
+pub mod exec;
 pub mod message;
 pub mod requests;
 pub mod transcript;

@@ -16,17 +16,21 @@ pub enum SentKind {
     Notification,
     /// A server-to-client request (`params`).
     Request,
+    /// An event line of `codex exec --json` (the whole event as `params`; its `type` is the
+    /// method).
+    Event,
 }
 
 impl SentKind {
     /// The word used in transcripts and reports: `response`, `error`, `notification`,
-    /// `request`.
+    /// `request`, `event`.
     pub fn word(self) -> &'static str {
         match self {
             SentKind::Response => "response",
             SentKind::Error => "error",
             SentKind::Notification => "notification",
             SentKind::Request => "request",
+            SentKind::Event => "event",
         }
     }
 
@@ -37,6 +41,7 @@ impl SentKind {
             "error" => SentKind::Error,
             "notification" => SentKind::Notification,
             "request" => SentKind::Request,
+            "event" => SentKind::Event,
             _ => return None,
         })
     }
@@ -76,7 +81,7 @@ impl Sent {
         let payload_key = match self.kind {
             SentKind::Response => "result",
             SentKind::Error => "error",
-            SentKind::Notification | SentKind::Request => "params",
+            SentKind::Notification | SentKind::Request | SentKind::Event => "params",
         };
         let mut out = json!({"type": self.kind.word(), "method": self.method});
         if let Value::Object(obj) = &mut out {

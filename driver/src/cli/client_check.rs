@@ -19,8 +19,9 @@ use super::one_codex::OneCodex;
 #[derive(Debug, clap::Args)]
 pub(crate) struct ClientCheckArgs {
     /// The session to serve: a scenario file (.toml, e.g. from `record`; run for it on
-    /// --codex-bin or --codex-version, else the pinned version), a transcript of a run's report (DIR/transcripts/VERSION/SCENARIO.json), or the
-    /// directory `record --keep` kept.
+    /// --codex-bin or --codex-version, else the pinned version), a transcript of a run's
+    /// report (DIR/transcripts/VERSION/SCENARIO.json), or the directory `record --keep`
+    /// kept.
     #[arg(long, value_name = "SOURCE")]
     from: PathBuf,
     /// The mutations to serve, each in a run of its own, comma-separated: none,

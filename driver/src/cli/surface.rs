@@ -95,7 +95,7 @@ fn init(from: &Path) -> anyhow::Result<String> {
             // An error answer says nothing the integration can rely on (protocol tests call
             // methods that do not exist on purpose).
             let kind = match sent.kind {
-                SentKind::Error => continue,
+                SentKind::Error | SentKind::Event => continue,
                 SentKind::Response => UseKind::Request,
                 SentKind::Notification => UseKind::Notification,
                 SentKind::Request => UseKind::ServerRequest,

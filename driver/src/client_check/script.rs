@@ -130,6 +130,8 @@ impl Script {
                             params: m.payload.clone(),
                             expected: None,
                         },
+                        // `codex exec` events reach no app-server client.
+                        SentKind::Event => return None,
                     })
                 })
                 .collect()

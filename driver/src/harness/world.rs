@@ -15,6 +15,8 @@ use codex_parity_sidecar::captured::CapturedRequest;
 use codex_parity_sidecar::{ConnectionScript, Scripted};
 use serde_json::json;
 
+use crate::app_server::exec::{self, ExecCommand, ExecRun};
+use crate::app_server::transcript::Sent;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::pairing_kind;
@@ -159,6 +161,8 @@ pub struct World {
 /// Before that, what each app-server sent goes to the tally as its transcript.
 struct Cleanup {
     servers: Vec<Arc<AppServer>>,
+    /// The event streams of the world's `codex exec` runs, after the app-servers'.
+    execs: Vec<Vec<Sent>>,
     dir: Option<tempfile::TempDir>,
     tally: Arc<Tally>,
     number: usize,
@@ -176,6 +180,14 @@ impl Drop for Cleanup {
                 connection: i + 1,
                 root: self.root.clone(),
                 messages: server.transcript(),
+            });
+        }
+        for (i, events) in self.execs.drain(..).enumerate() {
+            self.tally.transcript(Connection {
+                world: self.number,
+                connection: self.servers.len() + i + 1,
+                root: self.root.clone(),
+                messages: events,
             });
         }
         drop(self.dir.take());
@@ -307,6 +319,7 @@ impl World {
             servers: Vec::new(),
             cleanup: Cleanup {
                 servers: Vec::new(),
+                execs: Vec::new(),
                 dir,
                 number: tally.next_world(),
                 tally: tally.clone(),
@@ -394,6 +407,53 @@ impl World {
         self.servers.push(server.clone());
         self.cleanup.servers.push(server.clone());
         Ok(server)
+    }
+
+    /// Runs `codex exec --json ARGS` in the world's home and workspace (the environment of
+    /// [`codex_env`], `--disable plugins`), bounded by `timeout`; its events become one of
+    /// the scenario's transcripts. ARGS holds the flags and the prompt.
+    pub async fn exec(&mut self, args: &[&str], timeout: Duration) -> anyhow::Result<ExecRun> {
+        let (home, cwd) = (self.home.clone(), self.workspace.clone());
+        self.exec_in(&home, &cwd, args, None, timeout).await
+    }
+
+    /// [`World::exec`] in another home or directory, with `stdin` piped to codex.
+    pub async fn exec_in(
+        &mut self,
+        home: &Path,
+        cwd: &Path,
+        args: &[&str],
+        stdin: Option<String>,
+        timeout: Duration,
+    ) -> anyhow::Result<ExecRun> {
+        if let Some(template) = &self.template
+            && home_template::unstarted(home)
+        {
+            template.seed(home)?;
+        }
+        let mut all: Vec<String> = [
+            "--json",
+            "--disable",
+            "plugins",
+            "-c",
+            "analytics.enabled=false",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        all.extend(args.iter().map(|a| a.to_string()));
+        let cmd = ExecCommand {
+            program: self.binary.path.clone(),
+            args: all,
+            env: codex_env(&self.root, home, self.proxy.url()),
+            cwd: cwd.to_path_buf(),
+            label: self.binary.label(),
+            stdin,
+            timeout,
+        };
+        let run = exec::run(&cmd).await?;
+        self.cleanup.execs.push(run.transcript());
+        Ok(run)
     }
 
     /// Starts an app-server and runs the `initialize` handshake.

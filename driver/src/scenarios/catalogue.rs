@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 7] = [
+pub const GROUPS: [(&str, &str, &str); 8] = [
     (
         "A",
         "Executor and turn parity",
@@ -68,6 +68,17 @@ pub const GROUPS: [(&str, &str, &str); 7] = [
          crashing or answering garbage, and `mcpServerStatus/list`. Review mode on a git \
          workspace: uncommitted changes, a commit, a base branch, detached delivery and the \
          targets codex refuses.",
+    ),
+    (
+        "X",
+        "`codex exec --json`",
+        "The other surface CI bots and scripts parse: `codex exec --json` against the \
+         sidecar, hermetic like every world. The JSONL event stream of a plain prompt, \
+         streamed text, a shell command, a file change, model API failures, \
+         `--output-schema`, `--output-last-message`, `exec resume`, attached images and \
+         the git-repository check, with the exit status of each. The events are kept as a \
+         transcript (kind `event`), so golden exec streams and `--transcript-diff` show \
+         what changed from one version to the next.",
     ),
 ];
 

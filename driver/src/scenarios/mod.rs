@@ -15,6 +15,7 @@ pub mod approvals;
 pub mod catalogue;
 pub mod compaction;
 pub mod dynamic_tools;
+pub mod exec;
 pub mod executor;
 pub mod fault;
 pub mod files;

@@ -34,6 +34,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::plan_items::scenarios,
         scenarios::mcp::scenarios,
         scenarios::review::scenarios,
+        scenarios::exec::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
