@@ -58,7 +58,8 @@ fn init_lists_the_methods_of_transcripts() {
             {"type": "notification", "method": "turn/completed", "params": {}},
             {"type": "request", "method": "item/tool/call", "params": {}},
             {"type": "error", "method": "bogus/method", "error": {"code": -32600}},
-            {"type": "response", "method": "?", "result": {}}]}]});
+            {"type": "response", "method": "?", "result": {}},
+            {"type": "event", "method": "turn.completed", "params": {"type": "turn.completed"}}]}]});
     std::fs::create_dir_all(dir.path().join("0.171.0")).unwrap();
     write(&dir.path().join("0.171.0"), "s.json", &doc.to_string());
     let out = surface(&["init", "--from", &dir.path().display().to_string()]);
@@ -73,7 +74,8 @@ fn init_lists_the_methods_of_transcripts() {
         [
             "request thread/start",
             "notification turn/completed",
-            "server-request item/tool/call"
+            "server-request item/tool/call",
+            "exec-event turn.completed"
         ]
     );
     let empty = tempfile::tempdir().unwrap();
@@ -116,5 +118,33 @@ fn real_check_between_oldest_and_newest() {
     assert!(
         stdout.contains("~ line 2: request thread/rollback: new in"),
         "{stdout}"
+    );
+}
+
+/// `codex exec --json` uses, held against the golden exec streams of each release: the
+/// answer item and the turn's end hold from 0.131.0 to 0.171.0; the usage field that
+/// 0.161.0 added is gone going back.
+#[cfg(feature = "codex-parity")]
+#[test]
+fn exec_events_are_checked_against_the_golden_exec_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let uses = write(
+        dir.path(),
+        "exec.txt",
+        "exec-event item.completed item.type=agent_message item.text\n\
+         exec-event turn.completed usage.input_tokens usage.cache_write_input_tokens\n",
+    );
+    let out = surface(&["check", "--uses", &uses, "0.161.0", "0.171.0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = surface(&["check", "--uses", &uses, "0.171.0", "0.131.0"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("! line 2: exec-event turn.completed usage.cache_write_input_tokens: gone"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("line 1:"),
+        "the answer item did not change: {stdout}"
     );
 }

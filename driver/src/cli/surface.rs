@@ -11,6 +11,8 @@ use codex_parity::app_server::transcript::{Sent, SentKind};
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::surface::{self, Surface, UseKind};
+use codex_parity::drift::exec_surface;
+use codex_parity::harness::expectations::Expectations;
 
 /// The subcommands of `surface`.
 #[derive(Debug, clap::Subcommand)]
@@ -18,8 +20,8 @@ pub(crate) enum SurfaceCommand {
     /// Print the changes from A to B that touch the uses FILE lists; exit 1 when one is
     /// incompatible (a used method removed; a field it names gone, retyped or no longer
     /// required; an enum value of such a field removed; a new required params field of a
-    /// request it makes), 0 otherwise, 2 when FILE cannot be read (naming the line) or a
-    /// codex cannot be had.
+    /// request it makes; an exec event, field or value gone from the golden exec streams),
+    /// 0 otherwise, 2 when FILE cannot be read (naming the line) or a codex cannot be had.
     ///
     /// Example: codex-parity surface check --uses codex-uses.txt 0.131.0 0.171.0
     #[command(verbatim_doc_comment)]
@@ -35,8 +37,8 @@ pub(crate) enum SurfaceCommand {
         to: String,
     },
     /// Print a starting uses file from transcripts (`run --report DIR` writes them to
-    /// DIR/transcripts): every client request answered without an error, notification and
-    /// server request seen. Trim it to what your integration really uses and add the fields
+    /// DIR/transcripts): every client request answered without an error, notification,
+    /// server request and `codex exec --json` event seen. Trim it to what your integration really uses and add the fields
     /// it reads.
     ///
     /// Example: codex-parity surface init --from out/transcripts/0.171.0 > codex-uses.txt
@@ -64,7 +66,10 @@ async fn check(uses: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
     let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
     let a = binaries::resolve_spec(from, &cache, &progress).await?;
     let b = binaries::resolve_spec(to, &cache, &progress).await?;
-    let (old, new) = (Surface::generate(&a).await?, Surface::generate(&b).await?);
+    let (mut old, mut new) = (Surface::generate(&a).await?, Surface::generate(&b).await?);
+    let expectations = Expectations::current()?;
+    old.exec = exec_surface::observed(&expectations, &a.version)?;
+    new.exec = exec_surface::observed(&expectations, &b.version)?;
     let changes = surface::check(&uses, &old, &new);
     print!("{}", surface::render(&uses, &changes, &old, &new));
     Ok(if changes.iter().any(|c| c.incompatible) {
@@ -95,7 +100,8 @@ fn init(from: &Path) -> anyhow::Result<String> {
             // An error answer says nothing the integration can rely on (protocol tests call
             // methods that do not exist on purpose).
             let kind = match sent.kind {
-                SentKind::Error | SentKind::Event => continue,
+                SentKind::Error => continue,
+                SentKind::Event => UseKind::ExecEvent,
                 SentKind::Response => UseKind::Request,
                 SentKind::Notification => UseKind::Notification,
                 SentKind::Request => UseKind::ServerRequest,
@@ -109,7 +115,7 @@ fn init(from: &Path) -> anyhow::Result<String> {
         anyhow::bail!("no transcript messages under {}", from.display());
     }
     let mut text = format!(
-        "# What an integration uses of codex app-server, from {} transcript file(s).\n\
+        "# What an integration uses of codex app-server and exec, from {} transcript file(s).\n\
          # KIND METHOD [FIELD ...]; keep what you use, add the fields you read (docs/surface.md).\n",
         files.len()
     );

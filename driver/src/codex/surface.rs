@@ -5,11 +5,17 @@
 //! `docs/surface.md` for the file format.
 //!
 //! ```text
-//! # KIND METHOD [FIELD ...]     (KIND: request, notification, server-request)
+//! # KIND METHOD [FIELD ...]     (KIND: request, notification, server-request, exec-event)
 //! request thread/start params.cwd result.thread.id
 //! notification item/completed item.type
 //! server-request item/tool/call callId
+//! exec-event item.completed item.type=agent_message item.text
 //! ```
+//!
+//! `exec-event TYPE [FIELD[=VALUE] ...]` names an event of `codex exec --json` and the
+//! fields it reads. The binary publishes no schema of those events, so their surface is what
+//! the golden exec streams recorded on each release hold ([`ExecSurface`]): an event type or
+//! field path gone from them is incompatible, a value of a `type` or `status` field too.
 //!
 //! Incompatible (exit 1): a used method removed; a field it names gone, retyped, or no
 //! longer required (it may be absent now); an enum value of a named field's type removed; a
@@ -35,6 +41,8 @@ pub enum UseKind {
     Notification,
     /// A server-to-client request it answers (`server-request`).
     ServerRequest,
+    /// An event of `codex exec --json` it reads (`exec-event`).
+    ExecEvent,
 }
 
 impl UseKind {
@@ -44,6 +52,7 @@ impl UseKind {
             UseKind::Request => "request",
             UseKind::Notification => "notification",
             UseKind::ServerRequest => "server-request",
+            UseKind::ExecEvent => "exec-event",
         }
     }
 
@@ -52,6 +61,7 @@ impl UseKind {
             UseKind::Request,
             UseKind::Notification,
             UseKind::ServerRequest,
+            UseKind::ExecEvent,
         ]
         .into_iter()
         .find(|k| k.word() == word)
@@ -96,7 +106,8 @@ pub fn parse_uses(text: &str) -> Result<Vec<Use>, UsesError> {
         let kind_word = words.next().unwrap_or_default();
         let kind = UseKind::from_word(kind_word).ok_or_else(|| {
             err(format!(
-                "unknown kind {kind_word:?}: expected request, notification or server-request"
+                "unknown kind {kind_word:?}: expected request, notification, server-request \
+                 or exec-event"
             ))
         })?;
         let method = words
@@ -104,7 +115,13 @@ pub fn parse_uses(text: &str) -> Result<Vec<Use>, UsesError> {
             .ok_or_else(|| err(format!("{kind_word} without a method")))?;
         let fields: Vec<String> = words.map(String::from).collect();
         for f in &fields {
-            if f.split('.').any(str::is_empty) {
+            let path = f.split_once('=').map_or(f.as_str(), |(p, _)| p);
+            if f.contains('=') && kind != UseKind::ExecEvent {
+                return Err(err(format!(
+                    "only an exec-event's field takes =VALUE: {f:?}"
+                )));
+            }
+            if path.split('.').any(str::is_empty) {
                 return Err(err(format!("{f:?} is not a dotted field path")));
             }
             let scoped = f.starts_with("params.") || f.starts_with("result.");
@@ -144,6 +161,53 @@ pub struct Surface {
     pub notifications: BTreeMap<String, Option<String>>,
     /// Server request method -> params type.
     pub server_requests: BTreeMap<String, Option<String>>,
+    /// The `codex exec --json` events its golden exec streams hold (`None`: none recorded
+    /// for its release).
+    pub exec: Option<ExecSurface>,
+}
+
+/// The `codex exec --json` events seen on one release: each event type with the field
+/// paths its events carried (`item.text`; arrays are looked into, `a.b` for `a: [{b}]`)
+/// and, for fields named `type` or `status`, each value as `path=value`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecSurface {
+    /// Where it was read from (for messages): the golden files and their releases.
+    pub from: String,
+    /// Event type -> paths and `path=value`s.
+    pub events: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl ExecSurface {
+    /// Adds one event (a JSON object with a `type`).
+    pub fn add(&mut self, event: &Value) {
+        let Some(kind) = event.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        let fields = self.events.entry(kind.to_string()).or_default();
+        walk(event, "", fields);
+    }
+}
+
+/// Every path under `value` (and `path=value` for `type` and `status` strings) into `out`.
+fn walk(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(obj) => {
+            for (key, v) in obj {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                if let (Value::String(s), "type" | "status") = (v, key.as_str()) {
+                    out.insert(format!("{path}={s}"));
+                }
+                out.insert(path.clone());
+                walk(v, &path, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| walk(v, prefix, out)),
+        _ => {}
+    }
 }
 
 impl Surface {
@@ -180,6 +244,7 @@ impl Surface {
             server_requests: params_of(&load("ServerRequest.json")?),
             requests,
             schema,
+            exec: None,
         })
     }
 
@@ -188,6 +253,10 @@ impl Surface {
             UseKind::Request => self.requests.contains_key(method),
             UseKind::Notification => self.notifications.contains_key(method),
             UseKind::ServerRequest => self.server_requests.contains_key(method),
+            UseKind::ExecEvent => self
+                .exec
+                .as_ref()
+                .is_some_and(|e| e.events.contains_key(method)),
         }
     }
 
@@ -202,6 +271,7 @@ impl Surface {
                     _ => return None,
                 }
             }
+            UseKind::ExecEvent => return None,
             UseKind::Notification | UseKind::ServerRequest => {
                 let map = if kind == UseKind::Notification {
                     &self.notifications
@@ -318,6 +388,12 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
             })
         };
         let what = format!("{} {}", u.kind.word(), u.method);
+        if u.kind == UseKind::ExecEvent {
+            for (incompatible, text) in exec_changes(u, old, new) {
+                push(incompatible, format!("{what}{text}"));
+            }
+            continue;
+        }
         match (old.knows(u.kind, &u.method), new.knows(u.kind, &u.method)) {
             (true, false) => {
                 push(true, format!("{what}: removed"));
@@ -339,6 +415,45 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
             for (incompatible, text) in field_changes(u, field, old, new) {
                 push(incompatible, format!("{what} {field}: {text}"));
             }
+        }
+    }
+    out
+}
+
+/// How an exec event a use names changed between the golden exec streams of two releases:
+/// `(incompatible, text after the use's name)` per change.
+fn exec_changes(u: &Use, old: &Surface, new: &Surface) -> Vec<(bool, String)> {
+    let (Some(before), Some(after)) = (&old.exec, &new.exec) else {
+        let missing: Vec<&str> = [old, new]
+            .iter()
+            .filter(|s| s.exec.is_none())
+            .map(|s| s.label.as_str())
+            .collect();
+        return vec![(
+            false,
+            format!(
+                ": not checked, no golden exec stream covers {} (record one with \
+                 `codex-parity run --bless --filter X`)",
+                missing.join(" or ")
+            ),
+        )];
+    };
+    let (was, now) = (before.events.get(&u.method), after.events.get(&u.method));
+    match (was, now) {
+        (None, None) => return vec![(false, ": in neither release's exec streams".into())],
+        (Some(_), None) => return vec![(true, format!(": gone (seen in {})", before.from))],
+        (None, Some(_)) => return vec![(false, format!(": new in {}", new.label))],
+        (Some(_), Some(_)) => {}
+    }
+    let mut out = Vec::new();
+    for field in &u.fields {
+        let had = was.is_some_and(|f| f.contains(field));
+        let has = now.is_some_and(|f| f.contains(field));
+        match (had, has) {
+            (true, false) => out.push((true, format!(" {field}: gone (seen in {})", before.from))),
+            (false, true) => out.push((false, format!(" {field}: new in {}", new.label))),
+            (false, false) => out.push((false, format!(" {field}: in neither release's streams"))),
+            (true, true) => {}
         }
     }
     out
@@ -463,6 +578,7 @@ mod tests {
             requests,
             notifications,
             server_requests: BTreeMap::new(),
+            exec: None,
         }
     }
 
@@ -588,5 +704,59 @@ mod tests {
         );
         let unchanged = texts("request thread/start params.cwd\n", &old(), &old());
         assert!(unchanged.is_empty(), "{unchanged:?}");
+    }
+
+    #[test]
+    fn exec_events_are_held_against_the_golden_streams_of_each_release() {
+        let with = |label: &str, events: Vec<Value>| {
+            let mut s = old();
+            s.label = label.into();
+            let mut exec = ExecSurface {
+                from: format!("streams of {label}"),
+                ..ExecSurface::default()
+            };
+            events.iter().for_each(|e| exec.add(e));
+            s.exec = Some(exec);
+            s
+        };
+        let before = with(
+            "codex-a",
+            vec![
+                json!({"type": "item.completed", "item": {"type": "agent_message", "text": "t"}}),
+                json!({"type": "turn.failed", "error": {"message": "m"}}),
+            ],
+        );
+        let after = with(
+            "codex-b",
+            vec![json!({"type": "item.completed", "item": {"type": "agentMessage", "txt": "t"}})],
+        );
+        let uses = "exec-event item.completed item.type=agent_message item.text\n\
+                    exec-event turn.failed\nexec-event thread.started\n";
+        let found = texts(uses, &before, &after);
+        assert_eq!(
+            found,
+            vec![
+                (true, "exec-event item.completed item.type=agent_message: gone (seen in streams of codex-a)".into()),
+                (true, "exec-event item.completed item.text: gone (seen in streams of codex-a)".into()),
+                (true, "exec-event turn.failed: gone (seen in streams of codex-a)".into()),
+                (false, "exec-event thread.started: in neither release's exec streams".into()),
+            ]
+        );
+        // A release without golden exec streams is said, never passed as unchanged.
+        let mut bare = after.clone();
+        bare.exec = None;
+        let unknown = texts("exec-event turn.failed\n", &before, &bare);
+        assert_eq!(unknown.len(), 1);
+        assert!(
+            !unknown[0].0
+                && unknown[0]
+                    .1
+                    .contains("no golden exec stream covers codex-b")
+        );
+        assert!(parse_uses("notification m a=b\n").is_err());
+        assert_eq!(
+            parse_uses("exec-event m a.b=c\n").unwrap()[0].fields,
+            vec!["a.b=c"]
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The drift layer: what changed in the model requests codex sends and in the messages it
 //! sends its client. Requests and transcripts are normalised (placeholders for ids, paths,
-//! times, long texts), diffed structurally, compared with golden files and across versions.
+//! times, long texts), diffed structurally, compared with golden files and across versions;
+//! the golden exec streams also give each release its `codex exec --json` surface.
 
+pub mod exec_surface;
 pub mod golden;
 pub mod golden_transcript;
 pub mod normalize;

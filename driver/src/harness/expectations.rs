@@ -151,6 +151,39 @@ impl Expectations {
         Ok(names)
     }
 
+    /// The names of the files directly in `relative` (e.g. the golden transcripts of one
+    /// release), sorted; none when it does not exist.
+    pub fn files(&self, relative: &str) -> anyhow::Result<Vec<String>> {
+        let mut names: Vec<String> = match self {
+            Expectations::Compiled => {
+                let prefix = format!("{relative}/");
+                compiled::FILES
+                    .iter()
+                    .filter_map(|(path, _)| path.strip_prefix(&prefix))
+                    .filter(|rest| !rest.contains('/'))
+                    .map(str::to_string)
+                    .collect()
+            }
+            Expectations::Dir(dir) => {
+                let path = dir.join(relative);
+                match std::fs::read_dir(&path) {
+                    Ok(entries) => entries
+                        .flatten()
+                        .filter(|e| e.path().is_file())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect(),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("listing {}", path.display()));
+                    }
+                }
+            }
+        };
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// The golden file of `scenario` under `kind` (`golden`, `golden-transcripts`) that
     /// judges `version`: the one of the nearest version at or below it (a golden file holds
     /// from its release until the next one that has its own), as (that version, its
