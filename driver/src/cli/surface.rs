@@ -38,8 +38,8 @@ pub(crate) enum SurfaceCommand {
     },
     /// Print a starting uses file from transcripts (`run --report DIR` writes them to
     /// DIR/transcripts): every client request answered without an error, notification,
-    /// server request and `codex exec --json` event seen. Trim it to what your integration really uses and add the fields
-    /// it reads.
+    /// server request and `codex exec --json` event seen. Trim it to what your integration
+    /// really uses and add the fields it reads.
     ///
     /// Example: codex-parity surface init --from out/transcripts/0.171.0 > codex-uses.txt
     #[command(verbatim_doc_comment)]
