@@ -1,8 +1,9 @@
 //! The example scenario files (`examples/scenarios/`) against the built-in scenarios they
-//! re-express, on the real codex: the same outcome on the pinned version; the same wrong
-//! expectation (a baseline entry for drift that does not happen) fails both; and where a
-//! real codex breaks the expectation (0.131.0's ASCII apostrophe in E14a's message) both
-//! report it, failing without a baseline entry and passing as drift with one.
+//! re-express, on the real codex: the same outcome on the pinned version (and a pass for the
+//! files no built-in mirrors); the same wrong expectation (a baseline entry for drift that
+//! does not happen) fails both; and where a real codex breaks the expectation (0.131.0's
+//! ASCII apostrophe in E14a's message) both report it, failing without a baseline entry and
+//! passing as drift with one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use codex_parity::scenario_file;
 use codex_parity::scenarios::registry;
 
 /// Each example file's scenario and the built-in scenario it mirrors.
-const PAIRS: [(&str, &str); 6] = [
+const PAIRS: [(&str, &str); 7] = [
     ("file_streaming_deltas", "streaming_deltas"),
     (
         "file_goal_on_thread_before_first_turn",
@@ -36,7 +37,11 @@ const PAIRS: [(&str, &str); 6] = [
         "file_fault_http_500_fails_the_turn",
         "fault_http_500_fails_the_turn",
     ),
+    ("file_exec_plain_prompt", "exec_plain_prompt"),
 ];
+
+/// The example files no built-in scenario mirrors: they pass on their own.
+const ALONE: [&str; 1] = ["file_exec_resume_carries_history"];
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/scenarios")
@@ -112,7 +117,7 @@ fn wrong_expectations(version: &str, names: &[&str]) -> Baseline {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_files_reach_the_outcome_of_the_built_ins() {
     let (files, builtins) = scenarios();
-    assert_eq!(files.len(), PAIRS.len());
+    assert_eq!(files.len(), PAIRS.len() + ALONE.len());
     let pinned = binary(Vec::new()).await;
     let version = pinned.version.clone();
     let real = Baseline::builtin(&version).unwrap();
@@ -141,6 +146,12 @@ async fn the_example_files_reach_the_outcome_of_the_built_ins() {
                 other => panic!("{} with a wrong expectation: {other:?}", s.name),
             }
         }
+    }
+    for file in ALONE {
+        let outcome = runner::run_scenario(find(&files, file), &judged, settings())
+            .await
+            .outcome;
+        assert_eq!(outcome, Outcome::Passed, "{file} on {version}");
     }
 }
 

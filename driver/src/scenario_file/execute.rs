@@ -1,6 +1,7 @@
 //! Running a compiled scenario file in a world, like a Rust scenario body: the world is
-//! made from `[codex]` and `[workspace]`, the responses are queued, codex starts (and a
-//! thread, binding `$thread`), the steps run in order, the checks are made, and
+//! made from `[codex]` and `[workspace]`, the responses are queued, `codex app-server`
+//! starts when a step talks to it (and a thread, binding `$thread`), the steps run in order
+//! (an `exec` step runs `codex exec --json`), the checks are made, and
 //! [`World::finish`] runs the after-scenario checks. A failed step or check names its
 //! place in the file; a check or step with `drift = "key"` reports a mismatch as drift
 //! (the value found at the mismatch), for the baselines to judge.
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use super::format::{Check, Input, Step};
 use super::load::{Compiled, Placed};
 use super::matching::{self, Vars};
+use crate::app_server::exec::ExecRun;
 use crate::app_server::message::{Message, RpcError};
 use crate::app_server::turn::{StartedTurn, Turn, TurnOptions, start_turn, text, wait_turn};
 use crate::app_server::{AppServer, CallError};
@@ -32,6 +34,9 @@ const TURN_WAIT: Duration = Duration::from_secs(30);
 
 /// The default wait of a step that waits for a notification or for requests.
 const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+/// The default time limit of an `exec` step.
+const EXEC_WAIT: Duration = Duration::from_secs(60);
 
 /// The world options a file's `[codex]` asks for, on this binary.
 pub fn world_options(c: &Compiled, caps: &Capabilities) -> WorldOptions {
@@ -114,7 +119,8 @@ enum Answer {
 struct Run<'a> {
     ctx: &'a Ctx,
     world: World,
-    app: Arc<AppServer>,
+    /// The current app-server (`None`: no step talks to one).
+    app: Option<Arc<AppServer>>,
     /// Every app-server of the run, the current one last.
     apps: Vec<Arc<AppServer>>,
     vars: Vars,
@@ -135,19 +141,23 @@ pub async fn run(ctx: &Ctx, c: &Compiled) -> anyhow::Result<()> {
         write_file(&world.workspace, path, content)?;
     }
     world.script(c.responses.clone()).await?;
-    let app = world.start().await?;
+    let app = if c.app_server {
+        Some(world.start().await?)
+    } else {
+        None
+    };
     let mut vars = Vars::default();
     vars.set("workspace", json!(world.workspace.display().to_string()));
     vars.set("home", json!(world.home.display().to_string()));
-    if let Some(params) = &c.thread {
+    if let (Some(params), Some(app)) = (&c.thread, &app) {
         let params = vars.substitute(params).map_err(anyhow::Error::msg)?;
-        let (thread, _) = world.start_thread(&app, params).await?;
+        let (thread, _) = world.start_thread(app, params).await?;
         vars.set("thread", json!(thread));
     }
     let mut run = Run {
         ctx,
         world,
-        apps: vec![app.clone()],
+        apps: app.iter().cloned().collect(),
         app,
         vars,
         answers: Vec::new(),
@@ -212,6 +222,20 @@ fn turn_value(turn: &Turn) -> Value {
             .collect(),
     );
     v
+}
+
+/// What an `exec` step is matched against: `exit` (the code, null when killed), `events`,
+/// `types` (each event's type), `final_message` (the last agent message's text, or null),
+/// `unparsed` (stdout lines that are not JSON objects) and `stderr`.
+fn exec_value(run: &ExecRun) -> Value {
+    json!({
+        "exit": run.code(),
+        "events": run.events,
+        "types": run.types(),
+        "final_message": run.final_message(),
+        "unparsed": run.unparsed,
+        "stderr": run.stderr,
+    })
 }
 
 /// The place a mismatch message names (`at /a/b: …`), as a JSON pointer.
@@ -345,12 +369,13 @@ impl Run<'_> {
                 drift,
             } => {
                 let params = self.vars.substitute(params).map_err(anyhow::Error::msg)?;
-                let timeout = timeout_ms.map_or(self.app.call_timeout, Duration::from_millis);
-                let result = self.app.call_with_timeout(method, params, timeout).await;
+                let app = self.app()?;
+                let timeout = timeout_ms.map_or(app.call_timeout, Duration::from_millis);
+                let result = app.call_with_timeout(method, params, timeout).await;
                 if method == "turn/start"
                     && let Ok(v) = &result
                 {
-                    self.app.started_turns.record(v);
+                    app.started_turns.record(v);
                 }
                 let value = match expect_error {
                     Some(expected) => {
@@ -384,10 +409,11 @@ impl Run<'_> {
                     other => bail!("expected turn params as a table, found {other}"),
                 };
                 let options = TurnOptions { model: None, extra };
-                let started = start_turn(&self.app, &thread, input, &options).await?;
+                let app = self.app()?;
+                let started = start_turn(&app, &thread, input, &options).await?;
                 self.vars.set("turn", json!(started.id));
                 if *wait {
-                    let turn = wait_turn(&self.app, started, turn_ms(*timeout_ms)).await?;
+                    let turn = wait_turn(&app, started, turn_ms(*timeout_ms)).await?;
                     self.finished_turn(&turn, expect.as_ref(), capture, drift.as_ref())
                 } else {
                     let result = started.result.clone();
@@ -407,7 +433,7 @@ impl Run<'_> {
                     .pending
                     .remove(&id)
                     .with_context(|| format!("expected a turn started with wait = false, found {id}, which is not waiting"))?;
-                let turn = wait_turn(&self.app, started, turn_ms(*timeout_ms)).await?;
+                let turn = wait_turn(&*self.app()?, started, turn_ms(*timeout_ms)).await?;
                 self.finished_turn(&turn, expect.as_ref(), capture, drift.as_ref())
             }
             Step::Wait {
@@ -422,7 +448,7 @@ impl Run<'_> {
                     .transpose()
                     .map_err(anyhow::Error::msg)?;
                 let found = self
-                    .app
+                    .app()?
                     .wait_for(self.cursor, ms(*timeout_ms), notification, |m| {
                         matches!(m.message, Message::Notification { .. })
                             && m.is(notification)
@@ -452,7 +478,7 @@ impl Run<'_> {
                     let r = result.clone().unwrap_or(Value::Null);
                     Answer::Result(self.vars.substitute(&r).map_err(anyhow::Error::msg)?)
                 };
-                self.register(&self.app, method, &answer);
+                self.register(&*self.app()?, method, &answer);
                 self.answers.push((method.clone(), answer));
                 Ok(())
             }
@@ -465,7 +491,7 @@ impl Run<'_> {
             } => {
                 let (thread, turn) = (self.text(thread)?, self.text(turn)?);
                 let input = self.input(input)?;
-                let result = self.app.turn_steer(&thread, &turn, input).await;
+                let result = self.app()?.turn_steer(&thread, &turn, input).await;
                 self.answered("turn/steer", result, expect.as_ref(), expect_error.as_ref())
             }
             Step::Interrupt {
@@ -475,7 +501,7 @@ impl Run<'_> {
                 expect_error,
             } => {
                 let (thread, turn) = (self.text(thread)?, self.text(turn)?);
-                let result = self.app.turn_interrupt(&thread, &turn).await;
+                let result = self.app()?.turn_interrupt(&thread, &turn).await;
                 self.answered(
                     "turn/interrupt",
                     result,
@@ -489,7 +515,7 @@ impl Run<'_> {
                 .await
                 .map(|_| ()),
             Step::Restart {} => {
-                self.app
+                self.app()?
                     .exit_cleanly("the app-server before the restart")
                     .await?;
                 let app = self.world.start().await?;
@@ -497,7 +523,7 @@ impl Run<'_> {
                     self.register(&app, method, answer);
                 }
                 self.apps.push(app.clone());
-                self.app = app;
+                self.app = Some(app);
                 self.cursor = 0;
                 Ok(())
             }
@@ -520,7 +546,55 @@ impl Run<'_> {
                 tokio::time::sleep(Duration::from_millis(*ms)).await;
                 Ok(())
             }
+            Step::Exec {
+                prompt,
+                args,
+                stdin,
+                cwd,
+                expect,
+                capture,
+                timeout_ms,
+                drift,
+            } => {
+                let mut all = args
+                    .iter()
+                    .map(|a| self.text(a))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                all.push(self.text(prompt)?);
+                let stdin = stdin.as_deref().map(|s| self.text(s)).transpose()?;
+                let cwd = match cwd {
+                    Some(c) => {
+                        let dir = inside(&self.world.workspace, &self.text(c)?)?;
+                        std::fs::create_dir_all(&dir)
+                            .with_context(|| format!("creating {}", dir.display()))?;
+                        dir
+                    }
+                    None => self.world.workspace.clone(),
+                };
+                let home = self.world.home.clone();
+                let all: Vec<&str> = all.iter().map(String::as_str).collect();
+                let timeout = timeout_ms.map_or(EXEC_WAIT, Duration::from_millis);
+                let run = self
+                    .world
+                    .exec_in(&home, &cwd, &all, stdin, timeout)
+                    .await?;
+                self.ctx.observe(format!("exec events: {:?}", run.types()));
+                self.ctx
+                    .observe(format!("exec stderr: {}", run.stderr_tail(5)));
+                let value = exec_value(&run);
+                if let Some(e) = expect {
+                    self.expect(drift.as_ref(), e, &value, "exec run")?;
+                }
+                self.bind(capture, &value)
+            }
         }
+    }
+
+    /// The current app-server; the file's load made sure a step that needs one has one.
+    fn app(&self) -> anyhow::Result<Arc<AppServer>> {
+        self.app
+            .clone()
+            .context("expected an app-server for this step, found none started")
     }
 
     fn text(&self, s: &str) -> anyhow::Result<String> {

@@ -31,7 +31,8 @@ pub struct FileSpec {
     /// The workspace before codex starts.
     #[serde(default)]
     pub workspace: WorkspaceSection,
-    /// Whether a thread is started before the steps (binding `$thread`); true by default.
+    /// Whether a thread is started before the steps (binding `$thread`); true by default
+    /// when a step talks to the app-server (none is started otherwise).
     pub start_thread: Option<bool>,
     /// `thread/start` params of that thread (`cwd` is the workspace unless given).
     pub thread: Option<toml::Table>,
@@ -284,6 +285,30 @@ pub enum Step {
         /// How long, in milliseconds.
         ms: u64,
     },
+    /// One `codex exec --json ARGS PROMPT` run to its end; its run (exit, events, final
+    /// message) is checked and captured.
+    Exec {
+        /// The prompt, the last argument (`-`: read from `stdin`).
+        prompt: String,
+        /// The arguments before the prompt (`--json` is added by the harness); a first
+        /// `resume` runs `codex exec resume`.
+        #[serde(default)]
+        args: Vec<String>,
+        /// What codex reads on stdin (closed at once when absent).
+        stdin: Option<String>,
+        /// The working directory, relative to the workspace (the workspace by default).
+        cwd: Option<String>,
+        /// A subset the run (`exit`, `events`, `types`, `final_message`, `unparsed`,
+        /// `stderr`) must match.
+        expect: Option<Value>,
+        /// Variables bound from the run.
+        #[serde(default)]
+        capture: BTreeMap<String, String>,
+        /// How long the run may take.
+        timeout_ms: Option<u64>,
+        /// A mismatch is drift under this key instead of a failure.
+        drift: Option<String>,
+    },
 }
 
 impl Step {
@@ -303,6 +328,28 @@ impl Step {
             Step::Release { .. } => "release",
             Step::WriteFile { .. } => "write_file",
             Step::Sleep { .. } => "sleep",
+            Step::Exec { .. } => "exec",
+        }
+    }
+
+    /// Whether the step talks to `codex app-server` (a file none of whose steps does
+    /// starts none, and no thread).
+    pub fn needs_app_server(&self) -> bool {
+        match self {
+            Step::Request { .. }
+            | Step::Turn { .. }
+            | Step::WaitTurn { .. }
+            | Step::Wait { .. }
+            | Step::Reply { .. }
+            | Step::Steer { .. }
+            | Step::Interrupt { .. }
+            | Step::Restart {} => true,
+            Step::WaitRequests { .. }
+            | Step::Script { .. }
+            | Step::Release { .. }
+            | Step::WriteFile { .. }
+            | Step::Sleep { .. }
+            | Step::Exec { .. } => false,
         }
     }
 }

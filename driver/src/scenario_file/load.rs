@@ -44,6 +44,8 @@ pub struct Compiled {
     pub codex: CodexSection,
     /// The workspace's files.
     pub workspace: WorkspaceSection,
+    /// Whether `codex app-server` starts before the steps: a step talks to it.
+    pub app_server: bool,
     /// `thread/start` params, when a thread is started before the steps.
     pub thread: Option<Value>,
     /// Responses queued before codex starts.
@@ -100,8 +102,36 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
             Err(m) => errors.push(source.error_at(r.span().start, m)),
         }
     }
-    let start_thread = spec.start_thread.unwrap_or(true);
-    if !start_thread && spec.thread.is_some() {
+    // A step that does not parse counts as one that needs the app-server, so its error
+    // is not followed by errors about a thread that is missing only because of it.
+    let mut parsed = Vec::new();
+    let mut app_server = false;
+    for s in &spec.step {
+        let span = s.span();
+        match parse_step(&source, &span, s.get_ref()) {
+            Ok(step) => {
+                app_server |= step.needs_app_server();
+                parsed.push((span, step));
+            }
+            Err(e) => {
+                app_server = true;
+                errors.push(e);
+            }
+        }
+    }
+    let start_thread = app_server && spec.start_thread != Some(false);
+    if !app_server && (spec.thread.is_some() || spec.start_thread == Some(true)) {
+        errors.push(source.error_in(
+            &(0..text.len()),
+            Some(if spec.thread.is_some() {
+                "[thread]"
+            } else {
+                "start_thread"
+            }),
+            "expected no [thread] and no start_thread = true in a file whose steps never talk \
+             to the app-server (none is started, so no thread), found one",
+        ));
+    } else if spec.start_thread == Some(false) && spec.thread.is_some() {
         errors.push(source.error_in(
             &(0..text.len()),
             Some("[thread]"),
@@ -140,18 +170,12 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         bound.insert("thread".into());
     }
     let mut steps = Vec::new();
-    for s in &spec.step {
-        let span = s.span();
-        match parse_step(&source, &span, s.get_ref()) {
-            Ok(step) => {
-                check_step(&source, &span, &step, &mut bound, &mut errors);
-                steps.push(Placed {
-                    item: step,
-                    place: source.place(span.start),
-                });
-            }
-            Err(e) => errors.push(e),
-        }
+    for (span, step) in parsed {
+        check_step(&source, &span, &step, &mut bound, &mut errors);
+        steps.push(Placed {
+            item: step,
+            place: source.place(span.start),
+        });
     }
     let mut checks = Vec::new();
     for c in &spec.check {
@@ -159,6 +183,21 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         match parse_check(&source, &span, c.get_ref()) {
             Ok(check) => {
                 check_check(&source, &span, &check, &bound, &mut errors);
+                if !app_server
+                    && matches!(
+                        check,
+                        Check::Notification { .. } | Check::ServerRequest { .. }
+                    )
+                {
+                    errors.push(source.error_at(
+                        span.start,
+                        format!(
+                            "expected a step that talks to the app-server for a check on {}s, \
+                             found none (a file of exec steps starts no app-server)",
+                            check.kind()
+                        ),
+                    ));
+                }
                 checks.push(Placed {
                     item: check,
                     place: source.place(span.start),
@@ -179,6 +218,7 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         requires: spec.requires,
         codex: spec.codex,
         workspace: spec.workspace,
+        app_server,
         thread,
         responses,
         steps,
@@ -264,7 +304,7 @@ fn keys_found(table: &toml::Table) -> String {
 }
 
 /// The kinds of step, as `do = "…"` names them.
-pub const STEP_KINDS: [&str; 13] = [
+pub const STEP_KINDS: [&str; 14] = [
     "request",
     "turn",
     "wait_turn",
@@ -278,6 +318,7 @@ pub const STEP_KINDS: [&str; 13] = [
     "release",
     "write_file",
     "sleep",
+    "exec",
 ];
 
 /// The kinds of check, as `on = "…"` names them.
@@ -452,6 +493,25 @@ fn check_step(
             }
             names.push(path.clone());
             names.push(content.clone());
+        }
+        Step::Exec {
+            prompt,
+            args,
+            stdin,
+            cwd,
+            expect,
+            capture,
+            ..
+        } => {
+            if let Some(cwd) = cwd
+                && let Err(m) = relative_path(cwd)
+            {
+                errors.push(source.error_in(span, Some(cwd), m));
+            }
+            names.push(prompt.clone());
+            names.extend(args.iter().chain(stdin).chain(cwd).cloned());
+            expectations.extend(expect);
+            captures = Some(capture);
         }
         Step::WaitRequests { .. }
         | Step::Restart {}
@@ -732,5 +792,81 @@ mod tests {
         );
         assert_eq!(c.steps[0].place, "f.toml:9:1");
         assert_eq!(c.thread, Some(serde_json::json!({})));
+    }
+
+    #[test]
+    fn a_file_of_exec_steps_starts_no_app_server_and_no_thread() {
+        let exec = "[[step]]\ndo = \"exec\"\nprompt = \"hi $workspace\"\n\
+                    args = [\"--skip-git-repo-check\", \"-o\", \"${workspace}/l.txt\"]\n\
+                    stdin = \"x\"\ncwd = \"sub\"\ntimeout_ms = 5000\n\
+                    expect = { exit = 0, types = { \"$contains\" = \"turn.completed\" } }\n\
+                    capture = { session = \"/events/0/thread_id\" }\n\
+                    [[step]]\ndo = \"exec\"\nargs = [\"resume\", \"$session\"]\nprompt = \"again\"\n";
+        let c = compile(Path::new("f.toml"), &format!("{HEAD}{exec}")).unwrap();
+        assert!(!c.app_server);
+        assert_eq!(c.thread, None);
+        assert_eq!(c.steps[1].item.kind(), "exec");
+        let e = errors(&format!(
+            "{exec}[[check]]\non = \"value\"\nvalue = \"$thread\"\nmatch = 1\n"
+        ));
+        assert!(
+            e[0].contains("expected a variable bound by an earlier step ($home, $session, $workspace), found $thread"),
+            "{e:?}"
+        );
+        let e = errors(&format!("[thread]\nephemeral = true\n{exec}"));
+        assert!(
+            e[0].starts_with("f.toml:4:1: expected no [thread] and no start_thread = true in a file whose steps never talk"),
+            "{e:?}"
+        );
+        let e = errors(&format!(
+            "{exec}[[check]]\non = \"notification\"\nmethod = \"turn/completed\"\n"
+        ));
+        assert!(
+            e[0].contains(
+                "expected a step that talks to the app-server for a check on notifications"
+            ),
+            "{e:?}"
+        );
+        let mixed = compile(
+            Path::new("f.toml"),
+            &format!("{HEAD}{exec}[[step]]\ndo = \"turn\"\ninput = \"$session\"\n"),
+        )
+        .unwrap();
+        assert!(mixed.app_server && mixed.thread.is_some());
+    }
+
+    #[test]
+    fn exec_steps_name_their_problems() {
+        let e = errors("[[step]]\ndo = \"exec\"\nargs = []\n");
+        assert!(
+            e[0].starts_with("f.toml:4:1: in this step: missing field `prompt`"),
+            "{e:?}"
+        );
+        let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\njson = true\n");
+        assert!(
+            e[0].contains(
+                "f.toml:7:1: in this step: unknown field `json`, expected one of `prompt`, `args`"
+            ),
+            "{e:?}"
+        );
+        let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\ncapture = { s = \"events/0\" }\n");
+        assert!(
+            e[0].starts_with("f.toml:7:18: expected a JSON pointer (\"/thread/id\") to capture s, found \"events/0\""),
+            "{e:?}"
+        );
+        let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\ncwd = \"/tmp\"\n");
+        assert!(
+            e[0].starts_with("f.toml:7:8: expected a path inside the workspace"),
+            "{e:?}"
+        );
+        let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\nargs = [\"resume\", \"$s\"]\n");
+        assert!(
+            e[0].contains("found $s") && e[0].starts_with("f.toml:7:19:"),
+            "{e:?}"
+        );
+        let e = errors(
+            "[[step]]\ndo = \"exec\"\nprompt = \"p\"\nexpect = { exit = { \"$gt\" = 0 } }\n",
+        );
+        assert!(e[0].contains("unknown assertion operator $gt"), "{e:?}");
     }
 }

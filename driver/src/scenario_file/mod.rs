@@ -177,7 +177,12 @@ mod tests {
     fn the_examples_load_as_scenarios_with_requirements() {
         let loaded = load_dirs(&[examples()], &["streaming_deltas"]).unwrap();
         let ids: Vec<&str> = loaded.scenarios.iter().map(|s| s.id).collect();
-        assert_eq!(ids, ["X-A2", "X-B6", "X-C1", "X-D1", "X-E11a", "X-E14a"]);
+        assert_eq!(
+            ids,
+            [
+                "X-A2", "X-B6", "X-C1", "X-D1", "X-E11a", "X-E14a", "X-X1", "X-X2"
+            ]
+        );
         assert!(loaded.scenarios.iter().all(|s| s.matches("X-")));
         let b6 = &loaded.scenarios[1];
         let none = crate::codex::capabilities::Capabilities::default();
