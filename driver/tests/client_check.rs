@@ -17,7 +17,7 @@ use codex_parity::harness::sidecar::{Sidecar, SidecarLauncher};
 use codex_parity_sidecar::mock::script::Scripted;
 use codex_parity_sidecar::wire::{bodies, events};
 use serde_json::Value;
-use support::{CODEX_PARITY, Sandbox, assert_exit_2_naming, text};
+use support::{CODEX_PARITY, Sandbox, text};
 
 /// The test client in `mode` (strict or tolerant).
 fn client(mode: &str) -> Vec<String> {
@@ -101,9 +101,10 @@ fn passed(mutations: &[&str]) -> Vec<(String, String, Value)> {
 }
 
 /// What each client's code predicts for the default mutations (plus `as:`): strict fails
-/// on an unknown method (3), an unknown status (4), an error answer (6), and hangs without
-/// `turn/completed` (killed by the time limit); tolerant survives all and ends (7) when
-/// `turn/completed` never comes. Both end (5) when codex exits mid-turn.
+/// on an unknown method (3), an error answer (6), and hangs without `turn/completed`
+/// (killed by the time limit); tolerant survives all and ends (7) when `turn/completed`
+/// never comes. Both end on an unknown status (strict 4, tolerant 0) and when codex exits
+/// mid-turn (5).
 fn expected(mode: &str, other: &str) -> Vec<(String, String, Value)> {
     let strict = mode == "strict";
     let row = |m: &str, result: &str, exit: Value| (m.to_string(), result.to_string(), exit);
@@ -121,11 +122,12 @@ fn expected(mode: &str, other: &str) -> Vec<(String, String, Value)> {
         } else {
             pass("unknown-notification")
         },
-        if strict {
-            row("unknown-enum", "failed", Value::from(4))
-        } else {
-            pass("unknown-enum")
-        },
+        // No exit status is right for a status nobody knows: ending is what counts.
+        row(
+            "unknown-enum",
+            "passed",
+            Value::from(if strict { 4 } else { 0 }),
+        ),
         pass("extra-field"),
         pass("reorder"),
         if strict {
@@ -346,96 +348,4 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
     assert!(all.contains("the recording has"), "{all}");
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "client-check left processes: {left:?}");
-}
-
-#[test]
-fn bad_input_is_refused_naming_the_fix() {
-    let sandbox = Sandbox::new();
-    let dir = sandbox.root.path();
-    let go = |args: &[&str]| {
-        let mut cmd = sandbox.command(args);
-        support::wait_with_timeout(
-            cmd.spawn().unwrap(),
-            Duration::from_secs(60),
-            "client-check",
-        )
-    };
-    let missing = dir.join("nope.json").display().to_string();
-    assert_exit_2_naming(
-        &go(&["client-check", "--from", &missing, "--", "true"]),
-        "no such source",
-    );
-    // A transcript in which codex answers nothing: no client request to serve.
-    let transcript = |name: &str, message: &str| {
-        let path = dir.join(name);
-        let doc = format!(
-            r#"{{"codex": "0.171.0", "scenario": "s",
-                "connections": [{{"world": 1, "connection": 1, "messages": [{message}]}}]}}"#
-        );
-        std::fs::write(&path, doc).unwrap();
-        path.display().to_string()
-    };
-    let silent = transcript(
-        "silent.json",
-        r#"{"type": "notification", "method": "thread/started", "params": {}}"#,
-    );
-    assert_exit_2_naming(
-        &go(&["client-check", "--from", &silent, "--", "true"]),
-        "holds no answer to any client request",
-    );
-    let plain = transcript(
-        "plain.json",
-        r#"{"type": "response", "method": "initialize", "result": {}}"#,
-    );
-    assert_exit_2_naming(
-        &go(&["client-check", "--from", &plain, "--", "no-such-client-xyz"]),
-        "command not found: no-such-client-xyz",
-    );
-    assert_exit_2_naming(
-        &go(&[
-            "client-check",
-            "--from",
-            &plain,
-            "--mutations",
-            "shuffle",
-            "--",
-            "true",
-        ]),
-        "unknown mutation `shuffle`",
-    );
-    assert_exit_2_naming(
-        &go(&[
-            "client-check",
-            "--from",
-            &plain,
-            "--must-survive",
-            "reorder",
-            "--mutations",
-            "none",
-            "--",
-            "true",
-        ]),
-        "not among --mutations",
-    );
-    assert_exit_2_naming(
-        &go(&["client-check", "--from", &plain]),
-        "no command to check",
-    );
-    // A client that never starts codex fails its row, saying how the shim is found.
-    let output = go(&[
-        "client-check",
-        "--from",
-        &plain,
-        "--mutations",
-        "none",
-        "--",
-        "true",
-    ]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert!(
-        text(&output).contains("never started `codex app-server`"),
-        "{}",
-        text(&output)
-    );
-    sandbox.assert_clean("client-check's bad input");
 }

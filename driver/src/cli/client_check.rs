@@ -29,9 +29,10 @@ pub(crate) struct ClientCheckArgs {
     /// reorder, overloaded, exit-mid-turn, slow[:MS], as:VERSION.
     #[arg(long, value_name = "LIST", default_value = DEFAULT)]
     mutations: String,
-    /// The mutations the check fails without (comma-separated names, or `all`).
-    #[arg(long, value_name = "LIST", default_value = "none")]
-    must_survive: String,
+    /// The mutations the check fails without (comma-separated names, or `all`; default:
+    /// `none`, when it is among --mutations).
+    #[arg(long, value_name = "LIST")]
+    must_survive: Option<String>,
     /// Also write DIR/client-check.json, DIR/junit.xml and each mutation's run (its
     /// script, what the mock served, COMMAND's stdout and stderr) under DIR/runs/.
     #[arg(long, value_name = "DIR")]
@@ -52,8 +53,14 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
     let mutations = Mutation::parse_list(&args.mutations).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!mutations.is_empty(), "--mutations names no mutation");
     let names: Vec<String> = mutations.iter().map(Mutation::name).collect();
+    let default = names
+        .iter()
+        .any(|n| n == "none")
+        .then(|| "none".to_string());
     let must_survive: Vec<String> = args
         .must_survive
+        .or(default)
+        .unwrap_or_default()
         .split(',')
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())

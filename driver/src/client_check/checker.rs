@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::client_check::mutation::{Expect, Mutation};
-use crate::client_check::serve::{self, SERVE_COMMAND, Served};
+use crate::client_check::script::Script;
+use crate::client_check::serve::{self, SERVE_COMMAND};
+use crate::client_check::served::{self, Served};
 use crate::client_check::source::{CodexChoice, Source};
 use crate::client_check::verdict::{Row, RowResult, Verdict};
 use crate::record::shim::{self, CODEX_ENV};
@@ -83,10 +85,10 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
         .and_then(|s| mutation.apply(&s));
         let row = match served {
             Err(why) => Row::not_applicable(&name, mutation.expect(), must, why),
-            Ok(mut script) => {
+            Ok(script) => {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
-                script.deadline_secs = o.timeout.as_secs() + 5;
-                run_one(o, &dir, &script, &name, mutation.expect(), must).await?
+                let ran = run_one(o, &dir, script).await?;
+                judge(mutation, must, &ran)
             }
         };
         eprintln!("codex-parity: {}", row.line());
@@ -128,16 +130,29 @@ fn which(program: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs COMMAND against one mutation's script in `dir`.
-async fn run_one(
-    o: &CheckOptions,
-    dir: &Path,
-    script: &crate::client_check::script::Script,
-    name: &str,
-    expect: Expect,
-    must: bool,
-) -> anyhow::Result<Row> {
+/// How COMMAND ran against one mutation.
+#[derive(Debug)]
+struct Ran {
+    /// Its exit status (`None`: killed at the time limit).
+    status: Option<std::process::ExitStatus>,
+    /// How long it ran.
+    seconds: f64,
+    /// The time limit it had.
+    limit: Duration,
+    /// What each app-server it started saw (or why that could not be read).
+    served: anyhow::Result<Vec<Served>>,
+    /// App-servers still running after COMMAND exited (outside its process group), killed.
+    escaped: Vec<usize>,
+    /// Its stderr.
+    stderr: String,
+}
+
+/// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
+/// pauses `slow` adds, so that a slow session never times out by itself.
+async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Result<Ran> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let limit = o.timeout + Duration::from_millis(script.gap_ms * script.len() as u64);
+    script.deadline_ms = serve::now_ms() + limit.as_millis() as u64 + 5000;
     script.write(&serve::script_path(dir))?;
     let bin = dir.join("bin");
     let codex = shim::write(&bin, &o.exe, SERVE_COMMAND, dir)?;
@@ -165,46 +180,85 @@ async fn run_one(
     let group = child
         .id()
         .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-    let status = tokio::time::timeout(o.timeout, child.wait()).await;
+    let status = match tokio::time::timeout(limit, child.wait()).await {
+        Ok(status) => Some(status.context("waiting for the command")?),
+        Err(_) => None,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    if status.is_some() {
+        // The mocks end when their stdin closes with COMMAND: let them write how.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && running(dir).is_some_and(|r| !r.is_empty()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     if let Some(group) = group {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
-    let status = match status {
-        Ok(status) => Some(status.context("waiting for the command")?),
-        Err(_) => {
-            let _ = child.wait().await;
-            None
+    let _ = child.wait().await;
+    let escaped = stop_escaped(dir).await;
+    Ok(Ran {
+        status,
+        seconds,
+        limit,
+        served: served::read_all(dir),
+        escaped,
+        stderr: std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
+    })
+}
+
+/// The records of mocks that have not ended and whose process still runs (`None`: the
+/// records cannot be read).
+fn running(dir: &Path) -> Option<Vec<Served>> {
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let all = served::read_all(dir).ok()?;
+    Some(
+        all.into_iter()
+            .filter(|s| s.ended.is_none() && s.pid != 0 && alive(s.pid))
+            .collect(),
+    )
+}
+
+/// Kills the mocks still running after COMMAND's process group was (they and whatever
+/// started them left it, e.g. by `setsid`), with their own process group; their launches.
+async fn stop_escaped(dir: &Path) -> Vec<usize> {
+    let left = running(dir).unwrap_or_default();
+    for s in &left {
+        for (pid, group) in [(s.pgid, true), (s.pid, false)] {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = if group {
+                    rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+                } else {
+                    rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+                };
+            }
         }
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    let served = serve::read_served(dir);
-    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
-    Ok(judge(
-        name, expect, must, status, seconds, &served, &stderr, o.timeout,
-    ))
+    }
+    if !left.is_empty() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    left.iter().map(|s| s.launch).collect()
 }
 
 /// The row of one run: passed or failed against what the mutation expects, with why.
-#[allow(clippy::too_many_arguments)]
-fn judge(
-    name: &str,
-    expect: Expect,
-    must: bool,
-    status: Option<std::process::ExitStatus>,
-    seconds: f64,
-    served: &[Served],
-    stderr: &str,
-    timeout: Duration,
-) -> Row {
+fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
     use std::os::unix::process::ExitStatusExt;
+    let (name, expect) = (mutation.name(), mutation.expect());
     let mut failures = Vec::new();
     let mut notes = Vec::new();
-    let code = status.and_then(|s| s.code());
+    let served: &[Served] = match &ran.served {
+        Ok(all) => all,
+        Err(e) => {
+            notes.push(format!("what the mock saw cannot be read: {e:#}"));
+            &[]
+        }
+    };
+    let code = ran.status.and_then(|s| s.code());
     let next = served.iter().rev().find_map(|s| s.next.clone());
-    match status {
+    match ran.status {
         None => failures.push(format!(
             "timed out after {} s (killed); {}",
-            timeout.as_secs(),
+            ran.limit.as_secs(),
             match &next {
                 Some(n) => format!("the session was at {n}"),
                 None => format!(
@@ -219,27 +273,29 @@ fn judge(
         )),
         Some(_) => {}
     }
-    if served.is_empty() {
+    if served.is_empty() && ran.served.is_ok() {
         failures.push(
             "never started `codex app-server` (the shim is first on PATH and in \
              $CODEX_PARITY_CODEX)"
                 .into(),
         );
     }
+    if !ran.escaped.is_empty() {
+        failures.push(format!(
+            "app-server launch(es) {:?} still ran after COMMAND exited: they left its process \
+             group (killed)",
+            ran.escaped
+        ));
+    }
     let all =
         |f: fn(&Served) -> &Vec<String>| served.iter().flat_map(f).cloned().collect::<Vec<_>>();
     if expect == Expect::Survive {
         if let Some(c) = code.filter(|c| *c != 0) {
-            let last = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            failures.push(
-                format!("exited with status {c}: {last}")
-                    .trim_end_matches(": ")
-                    .into(),
-            );
+            let last = ran.stderr.lines().rev().find(|l| !l.trim().is_empty());
+            failures.push(match last {
+                Some(l) => format!("exited with status {c}: {l}"),
+                None => format!("exited with status {c}"),
+            });
         }
         let unanswered = all(|s| &s.unanswered);
         if !unanswered.is_empty() {
@@ -250,20 +306,32 @@ fn judge(
     } else if let Some(c) = code {
         notes.push(format!("ended with status {c}"));
     }
-    let unmatched = all(|s| &s.unmatched);
-    if !unmatched.is_empty() {
-        notes.push(format!(
-            "asked what the session does not answer: {}",
-            unmatched.join(", ")
-        ));
+    if *mutation == Mutation::UnknownEnum && code == Some(0) {
+        notes.push(
+            "exited 0 on a turn status it cannot know: did it take it for success? \
+             (openclaw #99284)"
+                .into(),
+        );
     }
-    let not_asked = all(|s| &s.not_asked);
-    if !not_asked.is_empty() {
-        notes.push(format!("never asked: {}", not_asked.join(", ")));
+    let listed = [
+        (
+            "asked what the session does not answer",
+            all(|s| &s.unmatched),
+        ),
+        (
+            "asked before initialize (refused)",
+            all(|s| &s.before_initialize),
+        ),
+        ("never asked", all(|s| &s.not_asked)),
+        ("sent what is not JSON-RPC", all(|s| &s.malformed)),
+    ];
+    for (what, items) in listed.into_iter().filter(|(_, i)| !i.is_empty()) {
+        notes.push(format!("{what}: {}", items.join("; ")));
     }
+    let cut = |s: &&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
     for s in served
         .iter()
-        .filter(|s| s.not_reached > 0 && status.is_some())
+        .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
     {
         notes.push(format!(
             "app-server {}: stopped {} step(s) before the session's end (next: {})",
@@ -272,15 +340,8 @@ fn judge(
             s.next.as_deref().unwrap_or("-")
         ));
     }
-    let malformed = all(|s| &s.malformed);
-    if !malformed.is_empty() {
-        notes.push(format!(
-            "sent what is not JSON-RPC: {}",
-            malformed.join("; ")
-        ));
-    }
     Row {
-        mutation: name.into(),
+        mutation: name,
         expect,
         must_survive: must,
         result: if failures.is_empty() {
@@ -289,8 +350,8 @@ fn judge(
             RowResult::Failed
         },
         exit: code,
-        timed_out: status.is_none(),
-        seconds,
+        timed_out: ran.status.is_none(),
+        seconds: ran.seconds,
         launches: served.len(),
         reasons: failures,
         notes,

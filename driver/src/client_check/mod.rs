@@ -4,12 +4,15 @@
 //! scenario file run on codex) as a [`script::Script`] ([`placeholders`] gives a
 //! normalised transcript concrete ids); each [`mutation::Mutation`] changes it, and
 //! [`checker`] runs COMMAND once per mutation with a `codex` that is the mock app-server of
-//! [`serve`]. [`verdict`] judges and reports the runs.
+//! [`serve`] (its state in [`mock`], what it saw in [`served`]). [`verdict`] judges and
+//! reports the runs.
 
 pub mod checker;
+pub mod mock;
 pub mod mutation;
 pub mod placeholders;
 pub mod script;
 pub mod serve;
+pub mod served;
 pub mod source;
 pub mod verdict;

@@ -38,6 +38,10 @@ pub enum Step {
         method: String,
         /// The answer.
         reply: Reply,
+        /// The `threadId` the recorded request named, when the source has it: a request
+        /// naming a thread takes that thread's answer first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thread: Option<String>,
     },
     /// Sends a notification.
     Notify {
@@ -51,6 +55,9 @@ pub enum Step {
     },
     /// Sends a server request and waits for the client's answer.
     Ask {
+        /// Its id as recorded (`None`: the mock numbers it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<RequestId>,
         /// Its method.
         method: String,
         /// Its params.
@@ -99,8 +106,9 @@ pub struct Script {
     /// The pause before each message the mock sends, in milliseconds (`slow`).
     #[serde(default)]
     pub gap_ms: u64,
-    /// The mock exits after this many seconds whatever happens (no orphan outlives it).
-    pub deadline_secs: u64,
+    /// When the mock exits whatever happens, in milliseconds since the epoch (no orphan
+    /// outlives it).
+    pub deadline_ms: u64,
 }
 
 impl Script {
@@ -115,10 +123,12 @@ impl Script {
                         SentKind::Response => Step::Answer {
                             method,
                             reply: Reply::Result(m.payload.clone()),
+                            thread: None,
                         },
                         SentKind::Error => Step::Answer {
                             method,
-                            reply: Reply::Error(serde_json::from_value(m.payload.clone()).ok()?),
+                            reply: Reply::Error(rpc_error(&m.payload)),
+                            thread: None,
                         },
                         SentKind::Notification => Step::Notify {
                             method,
@@ -126,6 +136,7 @@ impl Script {
                             extra: m.extra.clone(),
                         },
                         SentKind::Request => Step::Ask {
+                            id: None,
                             method,
                             params: m.payload.clone(),
                             expected: None,
@@ -152,8 +163,9 @@ impl Script {
             let (mut asked, mut answered) = (HashMap::new(), HashMap::new());
             for rpc in rpcs {
                 match (&rpc.message, rpc.from_client) {
-                    (Message::Request { id, method, .. }, true) => {
-                        asked.insert(id.clone(), method.clone());
+                    (Message::Request { id, method, params }, true) => {
+                        let thread = params.get("threadId").and_then(Value::as_str);
+                        asked.insert(id.clone(), (method.clone(), thread.map(str::to_string)));
                     }
                     (Message::Response { id, result }, true) => {
                         answered.insert(id.clone(), serde_json::json!({"result": result}));
@@ -170,19 +182,32 @@ impl Script {
                     _ => {}
                 }
             }
-            let method_of = |id: &RequestId| asked.get(id).cloned().unwrap_or_else(|| "?".into());
+            let asked_as = |id: &RequestId| {
+                asked
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| ("?".to_string(), None))
+            };
             rpcs.iter()
                 .filter(|r| !r.from_client)
                 .filter_map(|r| {
                     Some(match &r.message {
-                        Message::Response { id, result } => Step::Answer {
-                            method: method_of(id),
-                            reply: Reply::Result(result.clone()),
-                        },
-                        Message::Error { id, error } => Step::Answer {
-                            method: method_of(id.as_ref()?),
-                            reply: Reply::Error(error.clone()),
-                        },
+                        Message::Response { id, result } => {
+                            let (method, thread) = asked_as(id);
+                            Step::Answer {
+                                method,
+                                reply: Reply::Result(result.clone()),
+                                thread,
+                            }
+                        }
+                        Message::Error { id, error } => {
+                            let (method, thread) = asked_as(id.as_ref()?);
+                            Step::Answer {
+                                method,
+                                reply: Reply::Error(error.clone()),
+                                thread,
+                            }
+                        }
                         Message::Notification {
                             method,
                             params,
@@ -193,6 +218,7 @@ impl Script {
                             extra: extra.clone(),
                         },
                         Message::Request { id, method, params } => Step::Ask {
+                            id: Some(id.clone()),
                             method: method.clone(),
                             params: params.clone(),
                             expected: answered.get(id).cloned(),
@@ -207,6 +233,16 @@ impl Script {
             connections: sessions.iter().map(steps).collect(),
             ..Script::default()
         }
+    }
+
+    /// How many steps it holds, over all its connections.
+    pub fn len(&self) -> usize {
+        self.connections.iter().map(Vec::len).sum()
+    }
+
+    /// Whether it holds no step.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// How many answers to client requests the script holds, over all its connections.
@@ -232,6 +268,22 @@ impl Script {
     }
 }
 
+/// A transcript's error object as an [`RpcError`]; what it lacks is said in the message
+/// rather than the answer dropped.
+fn rpc_error(payload: &Value) -> RpcError {
+    serde_json::from_value(payload.clone()).unwrap_or_else(|_| RpcError {
+        code: payload
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(RpcError::INTERNAL_ERROR),
+        message: payload
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| payload.to_string(), str::to_string),
+        data: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +300,10 @@ mod tests {
     #[test]
     fn a_relay_log_names_each_answer_by_its_request_and_keeps_the_clients_answers() {
         let rpcs = vec![
-            rpc(true, r#"{"id":7,"method":"turn/start","params":{}}"#),
+            rpc(
+                true,
+                r#"{"id":7,"method":"turn/start","params":{"threadId":"t"}}"#,
+            ),
             rpc(false, r#"{"id":7,"result":{"turn":{"id":"u"}}}"#),
             rpc(
                 false,
@@ -260,9 +315,11 @@ mod tests {
         let s = Script::from_rpcs("log", "0.171.0", &[rpcs]);
         assert_eq!(s.answers(), 1);
         assert!(s.connections[0][0].answers("turn/start"));
+        assert!(matches!(&s.connections[0][0], Step::Answer { thread: Some(t), .. } if t == "t"));
         assert_eq!(
             s.connections[0][1],
             Step::Ask {
+                id: Some(RequestId::Integer(0)),
                 method: "item/tool/call".into(),
                 params: json!({"callId": "c"}),
                 expected: Some(json!({"result": {"success": true}})),

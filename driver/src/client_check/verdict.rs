@@ -142,7 +142,8 @@ impl Verdict {
             .unwrap_or(8)
             .max(8);
         let mut out = format!(
-            "client-check: `{}` against {} (codex {})\n\n{:<width$}  {:<7}  {:<4}  {:<6}  {:<7}  {:>6}  why / notes\n",
+            "client-check: `{}` against {} (codex {})\n\n\
+             {:<width$}  {:<7}  {:<4}  {:<6}  {:<7}  {:>6}  why / notes\n",
             self.command.join(" "),
             self.source,
             self.codex,
@@ -205,17 +206,13 @@ impl Verdict {
     }
 
     /// `junit.xml`: one suite, a test case per mutation; a must-survive mutation that did
-    /// not pass is a `<failure>`, one that may fail is a passing case whose output says how
-    /// it ended, a mutation that did not apply is `<skipped>`.
+    /// not pass (or did not apply) is a `<failure>`, one that may fail is a passing case
+    /// whose output says how it ended, another mutation that did not apply is `<skipped>`.
     pub fn junit(&self) -> String {
         let failures = self
             .rows
             .iter()
-            .filter(|r| {
-                r.must_survive
-                    && r.result != RowResult::Passed
-                    && r.result != RowResult::NotApplicable
-            })
+            .filter(|r| r.must_survive && r.result != RowResult::Passed)
             .count();
         let skipped = self
             .rows
@@ -249,10 +246,10 @@ impl Verdict {
                 .join("\n");
             let first = r.reasons.first().cloned().unwrap_or_default();
             match r.result {
-                RowResult::NotApplicable => {
+                RowResult::NotApplicable if !r.must_survive => {
                     let _ = write!(out, "<skipped message=\"{}\"/>", escape_attr(&first));
                 }
-                RowResult::Failed if r.must_survive => {
+                RowResult::Failed | RowResult::NotApplicable if r.must_survive => {
                     let _ = write!(
                         out,
                         "<failure message=\"{}\">{}</failure>",
@@ -337,6 +334,12 @@ mod tests {
         let mut n = v.clone();
         n.rows[1] = Row::not_applicable("unknown-enum", Expect::Survive, true, "no turn".into());
         assert!(!n.passed());
+        assert!(
+            n.junit().contains("<failure message=\"no turn\">"),
+            "{}",
+            n.junit()
+        );
+        n.rows[1].must_survive = false;
         assert!(n.junit().contains("<skipped message=\"no turn\"/>"));
         let mut f = v.clone();
         f.rows[1].must_survive = true;

@@ -1,0 +1,220 @@
+//! `codex-parity client-check` without a codex: a transcript written here is the session.
+//! Bad input is refused naming the fix; a client that never starts codex fails its row; a
+//! client that escapes its process group (`setsid`) leaves nothing running and fails.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::{Sandbox, assert_exit_2_naming, text};
+
+/// A plain turn's transcript, as a report holds it (normalised).
+const TURN: &str = r#"[
+  {"type": "response", "method": "initialize", "result": {"userAgent": "x"}},
+  {"type": "response", "method": "thread/start", "result": {"thread": {"id": "<thread-1>"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "item/completed", "params": {"threadId": "<thread-1>",
+   "item": {"type": "agentMessage", "id": "<id>", "text": "hi"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>", "status": "completed"}}}
+]"#;
+
+/// Writes a transcript of one connection with `messages` (a JSON array's items).
+fn transcript(dir: &Path, name: &str, messages: &str) -> String {
+    let path = dir.join(name);
+    let doc = format!(
+        r#"{{"codex": "0.171.0", "scenario": "s",
+            "connections": [{{"world": 1, "connection": 1, "messages": {messages}}}]}}"#
+    );
+    std::fs::write(&path, doc).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_fix() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let go = |args: &[&str]| {
+        let mut cmd = sandbox.command(args);
+        support::wait_with_timeout(
+            cmd.spawn().unwrap(),
+            Duration::from_secs(60),
+            "client-check",
+        )
+    };
+    let missing = dir.join("nope.json").display().to_string();
+    assert_exit_2_naming(
+        &go(&["client-check", "--from", &missing, "--", "true"]),
+        "no such source",
+    );
+    // A transcript in which codex answers nothing: no client request to serve.
+    let silent = transcript(
+        dir,
+        "silent.json",
+        r#"[{"type": "notification", "method": "thread/started", "params": {}}]"#,
+    );
+    assert_exit_2_naming(
+        &go(&["client-check", "--from", &silent, "--", "true"]),
+        "holds no answer to any client request",
+    );
+    let plain = transcript(dir, "plain.json", TURN);
+    assert_exit_2_naming(
+        &go(&["client-check", "--from", &plain, "--", "no-such-client-xyz"]),
+        "command not found: no-such-client-xyz",
+    );
+    assert_exit_2_naming(
+        &go(&[
+            "client-check",
+            "--from",
+            &plain,
+            "--mutations",
+            "shuffle",
+            "--",
+            "true",
+        ]),
+        "unknown mutation `shuffle`",
+    );
+    assert_exit_2_naming(
+        &go(&[
+            "client-check",
+            "--from",
+            &plain,
+            "--must-survive",
+            "reorder",
+            "--mutations",
+            "none",
+            "--",
+            "true",
+        ]),
+        "not among --mutations",
+    );
+    assert_exit_2_naming(
+        &go(&["client-check", "--from", &plain]),
+        "no command to check",
+    );
+    // A client that never starts codex fails its row, saying how the shim is found.
+    let output = go(&[
+        "client-check",
+        "--from",
+        &plain,
+        "--mutations",
+        "none",
+        "--",
+        "true",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("never started `codex app-server`"),
+        "{}",
+        text(&output)
+    );
+    sandbox.assert_clean("client-check's bad input");
+}
+
+/// The test client of `tests/client_check/client.py`.
+fn client() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/client_check/client.py")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_client_that_leaves_its_process_group_leaves_nothing_running_and_fails() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let session = transcript(dir, "turn.json", TURN);
+    // The strict client hangs when turn/completed never comes; started with setsid by a
+    // wrapper that exits 0 at once, it is out of the wrapper's process group.
+    let wrapper = format!(
+        "setsid python3 {} strict > /dev/null 2>&1 & sleep 1; exit 0",
+        client()
+    );
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &session,
+        "--mutations",
+        "none,drop:turn/completed",
+        "--timeout-secs",
+        "10",
+        "--",
+        "sh",
+        "-c",
+        &wrapper,
+    ]);
+    let output = support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(60),
+        "client-check",
+    );
+    let all = text(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "none must survive, and did: {all}"
+    );
+    assert!(all.contains("drop:turn/completed"), "{all}");
+    assert!(all.contains("left its process group (killed)"), "{all}");
+    sandbox.assert_clean("an escaped client");
+}
+
+#[test]
+fn a_written_transcript_meets_the_strict_client_as_its_code_predicts() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let session = transcript(dir, "turn.json", TURN);
+    let report = dir.join("cc");
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &session,
+        "--mutations",
+        "none,unknown-notification,overloaded,exit-mid-turn,unknown-enum,extra-field",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "python3",
+        &client(),
+        "strict",
+    ]);
+    let output = support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(60),
+        "client-check",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("client-check.json")).unwrap())
+            .unwrap();
+    let rows: Vec<(String, String, serde_json::Value)> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("mutation"), s("result"), r["exit"].clone())
+        })
+        .collect();
+    let row = |m: &str, r: &str, exit: i64| (m.to_string(), r.to_string(), exit.into());
+    assert_eq!(
+        rows,
+        vec![
+            row("none", "passed", 0),
+            row("unknown-notification", "failed", 3),
+            row("overloaded", "failed", 6),
+            row("exit-mid-turn", "passed", 5),
+            row("unknown-enum", "passed", 4),
+            row("extra-field", "passed", 0),
+        ],
+        "{}",
+        text(&output)
+    );
+    let junit = std::fs::read_to_string(report.join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"6\" failures=\"0\""), "{junit}");
+    assert!(report.join("runs/01-none/served/1.json").is_file());
+    sandbox.assert_clean("client-check of a transcript");
+}
