@@ -305,7 +305,8 @@ const REFUSAL: &str = "--skip-git-repo-check";
 
 /// X12: the world's workspace is outside every repository. Without the flag codex must
 /// refuse: exit 1, no turn, no model request, stderr naming the flag (a version that runs
-/// the turn instead is drift, and its request goes unanswered). With the flag the run
+/// the turn instead is drift, and its request goes unanswered; unless a `.git` entry above
+/// the world explains it: then the scenario fails naming the entry). With the flag the run
 /// answers; in a fresh repository it answers without the flag.
 async fn git_check(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(WorldOptions::default()).await?;
@@ -315,6 +316,17 @@ async fn git_check(ctx: &Ctx) -> anyhow::Result<()> {
     let said = refused.stderr_tail(2);
     ctx.observe(format!("without the flag, stderr ends: {said}"));
     let asked = world.captured(0, Duration::from_millis(500)).await?.len();
+    if let Some(marker) = git::markers_above(&world.workspace).first()
+        && (asked > 0 || refused.code() != Some(1))
+    {
+        anyhow::bail!(
+            "codex ran without --skip-git-repo-check, but {} exists above the world's \
+             workspace: some codex versions (0.131.0) take it for a repository, even empty, so \
+             the refusal outside one cannot be judged here; remove it, or set TMPDIR to a \
+             directory without it above",
+            marker.display()
+        );
+    }
     ctx.expect(
         "exec.outside_repository.refusal",
         json!({"exit": 1, "names_flag": true, "turn_started": false, "requests": 0}),
