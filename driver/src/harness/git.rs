@@ -1,7 +1,8 @@
 //! Git fixtures for scenarios: a repository with one commit, a worktree on a new branch,
 //! the check that a directory is outside any repository, and the `.git` entries above a
-//! directory (which some codex versions take for a repository even where git does not). Git runs without the user's
-//! or the system's configuration, so the results do not depend on the machine.
+//! directory (which some codex versions take for a repository even where git does not).
+//! Git runs without the user's or the system's configuration, so the results do not depend
+//! on the machine.
 
 use std::path::Path;
 
