@@ -1,5 +1,6 @@
 //! What a codex binary supports, read from the binary itself: the protocol schema that
-//! `codex app-server generate-json-schema` prints, with and without `--experimental`.
+//! `codex app-server generate-json-schema` prints, with and without `--experimental`, and
+//! the flags `codex exec --help` lists ([`crate::codex::exec_flags`]).
 //!
 //! Scenarios decide "not applicable" from this, never from a table of version numbers.
 
@@ -11,6 +12,7 @@ use anyhow::Context;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::conformance::Conformance;
+use crate::codex::exec_flags::ExecFlags;
 use crate::codex::schema::{Schema, TypeDef};
 use crate::codex::schema_cache;
 
@@ -32,6 +34,8 @@ pub struct Capabilities {
     /// The experimental schema compiled for checking what the binary sends its client;
     /// `None` when it could not be compiled (said on stderr) or was not read.
     pub conformance: Option<Arc<Conformance>>,
+    /// What `codex exec` accepts; `None` when its help could not be read (said on stderr).
+    pub exec: Option<ExecFlags>,
 }
 
 impl Capabilities {
@@ -52,6 +56,13 @@ impl Capabilities {
                 binary.label()
             ),
         }
+        match ExecFlags::detect(binary).await {
+            Ok(flags) => caps.exec = Some(flags),
+            Err(e) => eprintln!(
+                "codex-parity: {}: its exec flags are unknown: {e:#}",
+                binary.label()
+            ),
+        }
         Ok(caps)
     }
 
@@ -65,6 +76,7 @@ impl Capabilities {
             client_notifications: experimental.client_notifications,
             types: experimental.types,
             conformance: None,
+            exec: None,
         }
     }
 
@@ -249,6 +261,22 @@ impl Capabilities {
         } else {
             Err("this codex has no mcpToolCall items (McpToolCallStatus)".into())
         }
+    }
+
+    /// `codex exec --help` lists every flag of `flags` (group X).
+    pub fn needs_exec_flags(&self, flags: &[&str]) -> Result<(), String> {
+        self.exec_flags()?.require(flags)
+    }
+
+    /// `codex exec resume` exists and its help lists every flag of `flags` (X10).
+    pub fn needs_exec_resume(&self, flags: &[&str]) -> Result<(), String> {
+        self.exec_flags()?.require_resume(flags)
+    }
+
+    fn exec_flags(&self) -> Result<&ExecFlags, String> {
+        self.exec
+            .as_ref()
+            .ok_or_else(|| "the help of codex exec could not be read".to_string())
     }
 
     /// The binary sends the server request `method` (e.g. an approval request).

@@ -1,11 +1,13 @@
 //! The codex layer: a codex binary (probe and version), where it comes from (resolution,
-//! npm install, the cache), what it supports (its protocol schema and the capabilities read
-//! from it) and how two binaries differ (schema diff). Knows nothing of scenarios.
+//! npm install, the cache), what it supports (its protocol schema, its exec flags and the
+//! capabilities read from them) and how two binaries differ (schema diff). Knows nothing of
+//! scenarios.
 
 pub mod binaries;
 pub mod binary;
 pub mod capabilities;
 pub mod conformance;
+pub mod exec_flags;
 pub mod fingerprint;
 pub mod install;
 pub mod schema;

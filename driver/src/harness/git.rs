@@ -1,6 +1,8 @@
 //! Git fixtures for scenarios: a repository with one commit, a worktree on a new branch,
-//! and the check that a directory is outside any repository. Git runs without the user's
-//! or the system's configuration, so the results do not depend on the machine.
+//! the check that a directory is outside any repository, and the `.git` entries above a
+//! directory (which some codex versions take for a repository even where git does not).
+//! Git runs without the user's or the system's configuration, so the results do not depend
+//! on the machine.
 
 use std::path::Path;
 
@@ -67,9 +69,33 @@ pub async fn ensure_outside_repository(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// The `.git` entries (a directory, empty or not, or a file) in `dir` and every directory
+/// above it, nearest first. Codex 0.131.0 takes any of them for a repository root, an empty
+/// `/tmp/.git` included, although `git rev-parse` there fails.
+pub fn markers_above(dir: &Path) -> Vec<std::path::PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(".git"))
+        .filter(|g| g.symlink_metadata().is_ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markers_above_finds_empty_git_directories_nearest_first() {
+        let root = tempfile::tempdir().unwrap();
+        let inner = root.path().join("a").join("b");
+        std::fs::create_dir_all(&inner).unwrap();
+        let before = markers_above(&inner).len();
+        std::fs::create_dir(root.path().join(".git")).unwrap();
+        std::fs::write(root.path().join("a").join(".git"), "gitdir: elsewhere").unwrap();
+        let found = markers_above(&inner);
+        assert_eq!(found.len(), before + 2, "{found:?}");
+        assert_eq!(found[0], root.path().join("a").join(".git"));
+        assert_eq!(found[1], root.path().join(".git"));
+    }
 
     #[tokio::test]
     async fn repository_worktree_and_outside_check() {

@@ -6,16 +6,17 @@
 //! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
 //! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
-//! (G24–G27); [`registry()`] lists them all. An integrator's scenario files
-//! become scenarios of the same kind in the layer below (`crate::scenario_file`).
-//! Each group file declares its scenarios with [`scenario!`](crate::scenario) in its
-//! `scenarios()`.
+//! (G24–G27), and group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
+//! them all. An integrator's scenario files become scenarios of the same kind in the layer
+//! below (`crate::scenario_file`). Each group file declares its scenarios with
+//! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
 pub mod catalogue;
 pub mod compaction;
 pub mod dynamic_tools;
 pub mod exec;
+pub mod exec_flags;
 pub mod executor;
 pub mod fault;
 pub mod files;

@@ -35,6 +35,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::mcp::scenarios,
         scenarios::review::scenarios,
         scenarios::exec::scenarios,
+        scenarios::exec_flags::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())
