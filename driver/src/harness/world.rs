@@ -204,8 +204,18 @@ const PROJECT_FILES: [&str; 3] = [".codex", "AGENTS.md", "AGENTS.override.md"];
 /// long as a sandboxed command runs, in every writable root it protects (`/tmp` among them:
 /// bwrap mounts a read-only tmpfs on `/tmp/.codex` and removes the mount point after), so
 /// concurrent worlds see it come and go.
+///
+/// An empty `.git` above the world is removed first: no repository has an empty `.git`,
+/// and codex (0.131.0 at least) takes one for a repository, so the world's workspace would
+/// be inside it. Codex's sandbox protects `.git` in its writable roots the same way it
+/// protects `.codex`, and a sandboxed command killed mid-run (a scenario's interrupt or
+/// clean-up) leaves the empty mount point behind.
 fn outside_config(root: &std::path::Path) -> anyhow::Result<()> {
     for dir in root.ancestors().skip(1) {
+        let git = dir.join(".git");
+        if git.is_dir() && is_empty_dir(&git) {
+            let _ = std::fs::remove_dir(&git);
+        }
         for name in PROJECT_FILES {
             let found = dir.join(name);
             if found.exists() && !is_empty_dir(&found) {
@@ -635,5 +645,21 @@ mod tests {
         std::fs::write(top.path().join("AGENTS.md"), "be nice").unwrap();
         let err = outside_config(&world).unwrap_err().to_string();
         assert!(err.contains("AGENTS.md exists above"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_git_above_a_world_is_removed_and_a_real_one_kept() {
+        let top = tempfile::tempdir().unwrap();
+        let world = top.path().join("a").join("world");
+        std::fs::create_dir_all(&world).unwrap();
+        let stale = top.path().join(".git");
+        std::fs::create_dir(&stale).unwrap();
+        outside_config(&world).unwrap();
+        assert!(!stale.exists(), "the sandbox's leftover mount point stays");
+        let real = top.path().join("a").join(".git");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        outside_config(&world).unwrap();
+        assert!(real.join("HEAD").exists());
     }
 }
