@@ -18,7 +18,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::fingerprint;
 
 /// How long one `codex exec … --help` may take.
-const HELP_TIMEOUT: Duration = Duration::from_secs(30);
+const HELP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The flags and subcommands of `codex exec`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,13 +103,13 @@ fn missing(what: &str, listed: &BTreeSet<String>, wanted: &[&str]) -> Result<(),
 /// (`resume`): cached for a binary of the cache, run otherwise.
 async fn help_text(binary: &CodexBinary, which: &str) -> anyhow::Result<String> {
     let Some(dir) = fingerprint::cache_dir(binary) else {
-        return run_help(binary, which).await;
+        return run_help(binary, which, HELP_TIMEOUT).await;
     };
     let path = dir.join("exec-help").join(format!("{which}.txt"));
     if let Ok(text) = std::fs::read_to_string(&path) {
         return Ok(text);
     }
-    let text = run_help(binary, which).await?;
+    let text = run_help(binary, which, HELP_TIMEOUT).await?;
     if let Err(e) = store(&path, &text) {
         eprintln!(
             "codex-parity: {}: its exec help is not cached ({e:#})",
@@ -133,8 +133,9 @@ fn store(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `codex exec --help` or `codex exec resume --help` with a home of its own.
-async fn run_help(binary: &CodexBinary, which: &str) -> anyhow::Result<String> {
+/// Runs `codex exec --help` or `codex exec resume --help` with a home of its own, in a
+/// process group of its own that is killed after it (a binary that hangs leaves nothing).
+async fn run_help(binary: &CodexBinary, which: &str, limit: Duration) -> anyhow::Result<String> {
     let home = tempfile::tempdir().context("creating a home for codex exec --help")?;
     let mut cmd = tokio::process::Command::new(&binary.path);
     cmd.arg("exec");
@@ -146,15 +147,27 @@ async fn run_help(binary: &CodexBinary, which: &str) -> anyhow::Result<String> {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("CODEX_HOME", home.path())
         .env("HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
     let shown = format!(
         "{} exec{} --help",
         binary.label(),
         if which == "resume" { " resume" } else { "" }
     );
-    let output = tokio::time::timeout(HELP_TIMEOUT, cmd.output())
-        .await
-        .with_context(|| format!("{shown} took over 30 s"))?
+    let child = cmd.spawn().with_context(|| format!("cannot run {shown}"))?;
+    let group = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+    let output = tokio::time::timeout(limit, child.wait_with_output()).await;
+    if let Some(group) = group {
+        // What it started goes with it, whether it answered or hung.
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let output = output
+        .map_err(|_| anyhow::anyhow!("{shown} took over {limit:?}"))?
         .with_context(|| format!("cannot run {shown}"))?;
     anyhow::ensure!(
         output.status.success(),
@@ -211,6 +224,39 @@ Options:
         assert_eq!(
             none.require_resume(&[]),
             Err("codex exec --help lists no resume subcommand".to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_binary_that_hangs_on_help_is_stopped_with_what_it_started() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, pid_file) = (dir.path().join("codex"), dir.path().join("pid"));
+        let script = format!(
+            "#!/bin/sh\nsleep 601 &\necho $! > {}\nexec sleep 600\n",
+            pid_file.display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = CodexBinary {
+            path,
+            version: "0.0.0".into(),
+        };
+        let err = run_help(&binary, "exec", Duration::from_millis(500))
+            .await
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("took over"), "{err:#}");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let gone = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+            // Gone, or a zombie waiting for init to reap it.
+            stat.map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+        });
+        assert!(
+            gone,
+            "the help run's background process {} is still alive",
+            pid.trim()
         );
     }
 }

@@ -264,13 +264,14 @@ pub(crate) fn processes_mentioning(marker: &Path) -> Vec<String> {
 }
 
 /// Writes an executable fake `codex` into `dir`: `--version` says 0.171.0,
-/// `app-server generate-json-schema --out DIR` writes empty schemas, and `app-server`
-/// itself runs `app_server` (sh).
+/// `app-server generate-json-schema --out DIR` writes empty schemas, `exec --help` lists
+/// `--json`, and `app-server` itself runs `app_server` (sh).
 pub(crate) fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
     let path = dir.join("codex");
     let script = format!(
         r#"#!/bin/sh
 if [ "$1" = "--version" ]; then echo "codex-cli 0.171.0"; exit 0; fi
+if [ "$1" = "exec" ]; then printf 'Usage: codex exec\n\nOptions:\n      --json\n'; exit 0; fi
 if [ "$1" = "app-server" ] && [ "$2" = "generate-json-schema" ]; then
   mkdir -p "$4"
   for f in ClientRequest ServerRequest ServerNotification ClientNotification; do echo '{{"oneOf":[]}}' > "$4/$f.json"; done
