@@ -108,17 +108,19 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Check your own program against what codex sends it: COMMAND is served a session by
-    /// a mock app-server, once as recorded and once per mutation (a message dropped or
-    /// doubled, a method, enum value or field no schema has, reordered notifications, an
-    /// overloaded or crashing server, slow messages, another codex version's stream), and
-    /// a table says how it coped (docs/client-check.md).
+    /// Check your own program against what codex sends it, and what a next release, a
+    /// loaded server or a crash could send instead (docs/client-check.md).
+    ///
+    /// COMMAND is served a session by a mock app-server, once as recorded and once per
+    /// mutation (a message dropped or doubled, a method, enum value or field no schema has,
+    /// reordered notifications, an overloaded or crashing server, slow messages, another
+    /// codex version's stream), and a table says how it coped.
     ///
     /// COMMAND finds the mock as `codex`: first on its PATH and in $CODEX_PARITY_CODEX, as
     /// with `record`. Each run is bounded by --timeout-secs; COMMAND's process group is
     /// killed after it. A mutation expects COMMAND to survive (exit 0, every server request
-    /// answered) or, where the session cannot end well (drop:*, exit-mid-turn), to end by
-    /// itself rather than hang.
+    /// answered) or, where the session cannot end well or no exit status is right for every
+    /// client (drop:*, exit-mid-turn, unknown-enum), to end by itself rather than hang.
     ///
     /// Examples:
     ///   codex-parity client-check --from tests/codex/tool_turn.toml -- python3 my_client.py
