@@ -345,35 +345,34 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
             .unwrap()
             .contains(&format!("on codex {}", v.pinned))
     );
-    // A client that refuses the approval: its answer differs from the recorded one.
+    // A client that refuses the approval: its answer differs from the recorded one, and
+    // from the scenario file's reply step.
     let refuse = sandbox.root.path().join("refuse.py");
     let original = std::fs::read_to_string(&client("strict")[1]).unwrap();
     std::fs::write(&refuse, original.replace("\"accept\"", "\"decline\"")).unwrap();
-    let report = sandbox.root.path().join("cc-refuse");
-    let args: Vec<String> = [
-        "client-check",
-        "--from",
-        kept.to_str().unwrap(),
-        "--mutations",
-        "none",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain(["--report".into(), report.display().to_string()])
-    .collect();
-    let output = run(
-        &sandbox,
-        &args,
-        &[
-            "python3".into(),
-            refuse.display().to_string(),
-            "strict".into(),
-        ],
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let all = text(&output);
-    assert!(all.contains("requestApproval answered with"), "{all}");
-    assert!(all.contains("the recording has"), "{all}");
+    let refusing = [
+        "python3".to_string(),
+        refuse.display().to_string(),
+        "strict".into(),
+    ];
+    let pinned_bin = pinned.display().to_string();
+    for (source, extra) in [(&kept, vec![]), (&file, vec!["--codex-bin", &pinned_bin])] {
+        let mut args: Vec<String> = ["client-check", "--from", source.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(
+            ["--mutations", "none"]
+                .iter()
+                .chain(&extra)
+                .map(|s| s.to_string()),
+        );
+        let output = run(&sandbox, &args, &refusing);
+        let all = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{all}");
+        assert!(all.contains("requestApproval answered with"), "{all}");
+        assert!(all.contains("the recording has"), "{all}");
+    }
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "client-check left processes: {left:?}");
 }

@@ -2,24 +2,29 @@
 //! run's report (`DIR/transcripts/VERSION/SCENARIO.json`, or a kept world's
 //! `transcript.json`), the directory `record --keep` left (its relay logs: every line in
 //! both directions, so the client's answers are checked too), or a scenario file (one
-//! `record` wrote, or any), which is run on a real codex for the session it produces.
+//! `record` wrote, or any), which is run on a real codex for the session it produces, its
+//! `reply` steps being the answers the client is held against.
 //! `as:VERSION` takes the same session from another version: the sibling transcript of
 //! the report, or the scenario file run on that version.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::app_server::transcript::Sent;
 use crate::client_check::placeholders::Placeholders;
-use crate::client_check::script::Script;
+use crate::client_check::script::{Script, Step};
 use crate::codex::binaries::{self, CodexBinary};
 use crate::harness::outcome::Outcome;
 use crate::harness::sidecar::SidecarLauncher;
 use crate::plan::Options;
 use crate::plan::session::Session;
 use crate::record::{relay, timeline};
+use crate::scenario_file::format::Step as FileStep;
+use crate::scenario_file::load::Compiled;
+use crate::scenario_file::matching;
 
 /// A session to serve.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,6 +246,7 @@ fn version_of_relay(session: &Path) -> String {
 /// A scenario file run on `binary`: the session its app-servers sent.
 async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Script> {
     let compiled = crate::scenario_file::compile_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let replies = replies(&compiled);
     let scenario = crate::scenario_file::scenario(compiled);
     eprintln!(
         "codex-parity: running {} on codex {} for the session to serve",
@@ -271,11 +277,54 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
         _ => {}
     }
     let connections: Vec<Vec<Sent>> = ran.transcripts.into_iter().map(|c| c.messages).collect();
-    Ok(Script::from_sent(
+    let mut script = Script::from_sent(
         &format!("{} on codex {}", path.display(), binary.version),
         &binary.version,
         &connections,
-    ))
+    );
+    for step in script.connections.iter_mut().flatten() {
+        if let Step::Ask {
+            method, expected, ..
+        } = step
+        {
+            *expected = replies.get(method.as_str()).cloned();
+        }
+    }
+    Ok(script)
+}
+
+/// The answer a file's `reply` steps give each server request method (`{"result": …}` or
+/// `{"error": …}`), for the methods with one reply and no variables in it: what the client
+/// is held against. A method the file answers in several ways, or with a captured value,
+/// is left unchecked.
+fn replies(compiled: &Compiled) -> BTreeMap<String, Value> {
+    let mut seen: BTreeMap<String, Option<Value>> = BTreeMap::new();
+    for placed in &compiled.steps {
+        let FileStep::Reply {
+            method,
+            result,
+            error,
+            unanswered: false,
+        } = &placed.item
+        else {
+            continue;
+        };
+        let answer = match (result, error) {
+            (Some(r), _) => json!({"result": matching::literals(r)}),
+            (None, Some(e)) => json!({"error": matching::literals(e)}),
+            (None, None) => continue,
+        };
+        let fixed = matching::references(&answer).is_empty();
+        let entry = seen
+            .entry(method.clone())
+            .or_insert_with(|| Some(answer.clone()));
+        if !fixed || entry.as_ref() != Some(&answer) {
+            *entry = None;
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(m, a)| a.map(|a| (m, a)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -303,6 +352,40 @@ mod tests {
         assert_eq!(
             Source::parse(&p.join("kept")).unwrap(),
             Source::RelayLog(p.join("kept/session"))
+        );
+    }
+
+    #[test]
+    fn a_files_replies_are_what_the_client_is_held_against() {
+        let text = r#"name = "r"
+id = "R-1"
+summary = "s"
+[[step]]
+do = "reply"
+method = "item/commandExecution/requestApproval"
+result = { decision = "accept" }
+[[step]]
+do = "reply"
+method = "item/tool/call"
+result = { success = true }
+[[step]]
+do = "reply"
+method = "item/tool/call"
+result = { success = false }
+[[step]]
+do = "turn"
+input = "hi"
+"#;
+        let compiled = crate::scenario_file::load::compile(Path::new("r.toml"), text).unwrap();
+        let got = replies(&compiled);
+        assert_eq!(
+            got.get("item/commandExecution/requestApproval"),
+            Some(&json!({"result": {"decision": "accept"}}))
+        );
+        assert_eq!(
+            got.get("item/tool/call"),
+            None,
+            "answered two ways: unchecked"
         );
     }
 
