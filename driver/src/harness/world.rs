@@ -207,9 +207,9 @@ const PROJECT_FILES: [&str; 3] = [".codex", "AGENTS.md", "AGENTS.override.md"];
 ///
 /// An empty `.git` above the world is removed first: no repository has an empty `.git`,
 /// and codex (0.131.0 at least) takes one for a repository, so the world's workspace would
-/// be inside it. Codex's sandbox protects `.git` in its writable roots the same way it
-/// protects `.codex`, and a sandboxed command killed mid-run (a scenario's interrupt or
-/// clean-up) leaves the empty mount point behind.
+/// be inside it. One appeared in `/tmp` during a run here (2026-12-02, origin not traced:
+/// most likely a mount point of codex's sandbox, as for `.codex` above, left by a sandboxed
+/// command killed mid-run).
 fn outside_config(root: &std::path::Path) -> anyhow::Result<()> {
     for dir in root.ancestors().skip(1) {
         let git = dir.join(".git");
