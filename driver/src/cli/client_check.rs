@@ -11,7 +11,7 @@ use anyhow::Context;
 use codex_parity::client_check::checker::{self, CheckOptions};
 use codex_parity::client_check::mutation::{DEFAULT, Mutation};
 use codex_parity::client_check::serve;
-use codex_parity::client_check::source::{CodexChoice, Source};
+use codex_parity::client_check::source::Source;
 
 use super::one_codex::OneCodex;
 
@@ -76,10 +76,7 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
     let exe = std::env::current_exe().context("finding codex-parity's own path")?;
     let options = CheckOptions {
         source: Source::parse(&args.from)?,
-        codex: CodexChoice {
-            bin: args.codex.codex_bin,
-            version: args.codex.codex_version,
-        },
+        codex: args.codex.binary(),
         mutations,
         must_survive,
         timeout: Duration::from_secs(args.timeout_secs.max(1)),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::binaries::OneBinary;
 
 /// `--codex-bin` / `--codex-version`.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,8 +22,11 @@ pub(crate) struct OneCodex {
 }
 
 impl OneCodex {
-    /// The binary named, installed on first use.
-    pub(crate) async fn resolve(&self) -> anyhow::Result<CodexBinary> {
-        binaries::resolve_one(self.codex_bin.as_deref(), self.codex_version.as_deref()).await
+    /// The binary they name.
+    pub(crate) fn binary(&self) -> OneBinary {
+        OneBinary {
+            path: self.codex_bin.clone(),
+            version: self.codex_version.clone(),
+        }
     }
 }

@@ -78,7 +78,7 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
              `codex-parity record --out my.toml -- python3 my_client.py`"
         );
     }
-    let binary = args.codex.resolve().await?;
+    let binary = args.codex.binary().resolve().await?;
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("finding codex-parity's own path: {e}"))?;
     let options = RecordOptions {

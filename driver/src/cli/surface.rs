@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use codex_parity::app_server::transcript::{Sent, SentKind};
+use codex_parity::app_server::transcript::SentKind;
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::surface::{self, Surface, UseKind};
-use codex_parity::drift::exec_surface;
+use codex_parity::drift::{exec_surface, transcript};
 use codex_parity::harness::expectations::Expectations;
 
 /// The subcommands of `surface`.
@@ -89,14 +89,7 @@ fn init(from: &Path) -> anyhow::Result<String> {
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let doc: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON", file.display()))?;
-        let connections = doc.get("connections").and_then(|c| c.as_array());
-        let messages = connections
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("messages").and_then(|m| m.as_array()))
-            .flatten()
-            .filter_map(Sent::from_json);
-        for sent in messages {
+        for sent in transcript::connections_of(&doc).into_iter().flatten() {
             // An error answer says nothing the integration can rely on (protocol tests call
             // methods that do not exist on purpose).
             let kind = match sent.kind {

@@ -15,8 +15,9 @@ use crate::client_check::mutation::{Expect, Mutation};
 use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
 use crate::client_check::served::{self, Served};
-use crate::client_check::source::{CodexChoice, Source};
+use crate::client_check::source::Source;
 use crate::client_check::verdict::{Row, RowResult, Verdict};
+use crate::codex::binaries::OneBinary;
 use crate::record::shim::{self, CODEX_ENV};
 
 /// What to check.
@@ -25,7 +26,7 @@ pub struct CheckOptions {
     /// The session served.
     pub source: Source,
     /// The codex a scenario-file source runs on.
-    pub codex: CodexChoice,
+    pub codex: OneBinary,
     /// The mutations, in order.
     pub mutations: Vec<Mutation>,
     /// The mutations that must pass for the check to pass (by name).

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::app_server::transcript::Sent;
 use crate::client_check::placeholders::Placeholders;
 use crate::client_check::script::{Script, Step};
-use crate::codex::binaries::{self, CodexBinary};
+use crate::codex::binaries::{self, CodexBinary, OneBinary};
 use crate::harness::outcome::Outcome;
 use crate::harness::sidecar::SidecarLauncher;
 use crate::plan::Options;
@@ -86,7 +86,7 @@ impl Source {
     pub async fn script(
         &self,
         version: Option<&str>,
-        codex: &CodexChoice,
+        codex: &OneBinary,
         world: &Path,
     ) -> anyhow::Result<Script> {
         match self {
@@ -102,37 +102,16 @@ impl Source {
                     "as:{v} needs the session as another codex sent it: a recorded session \
                      holds one codex's; pass the scenario file `record` wrote (--from F.toml)"
                 ),
-                None => relay_log(path),
+                None => relay_log(path).await,
             },
             Source::ScenarioFile(path) => {
                 let binary = match version {
-                    Some(v) => codex.resolve_version(v).await?,
+                    Some(v) => OneBinary::version(v).resolve().await?,
                     None => codex.resolve().await?,
                 };
                 scenario_file(path, binary).await
             }
         }
-    }
-}
-
-/// The codex a scenario file runs on: `--codex-bin`, `--codex-version`, else the pinned one.
-#[derive(Debug, Clone, Default)]
-pub struct CodexChoice {
-    /// `--codex-bin`.
-    pub bin: Option<PathBuf>,
-    /// `--codex-version`.
-    pub version: Option<String>,
-}
-
-impl CodexChoice {
-    /// The chosen binary (installed from npm on first use).
-    pub async fn resolve(&self) -> anyhow::Result<CodexBinary> {
-        binaries::resolve_one(self.bin.as_deref(), self.version.as_deref()).await
-    }
-
-    /// Codex `version` from npm (installed on first use).
-    pub async fn resolve_version(&self, version: &str) -> anyhow::Result<CodexBinary> {
-        binaries::resolve_one(None, Some(version)).await
     }
 }
 
@@ -179,22 +158,16 @@ fn transcript(path: &Path, world: &Path) -> anyhow::Result<Script> {
     let doc: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let version = doc["codex"].as_str().unwrap_or("unknown").to_string();
-    let Some(connections) = doc["connections"].as_array() else {
+    if !doc["connections"].is_array() {
         bail!(
             "{} is not a transcript: it has no \"connections\" (see docs/client-check.md)",
             path.display()
         );
-    };
+    }
     let mut placeholders = Placeholders::new(&version, world);
-    let connections: Vec<Vec<Sent>> = connections
+    let connections: Vec<Vec<Sent>> = crate::drift::transcript::connections_of(&doc)
         .iter()
-        .map(|c| {
-            let sent: Vec<Sent> = c["messages"]
-                .as_array()
-                .map(|m| m.iter().filter_map(Sent::from_json).collect())
-                .unwrap_or_default();
-            placeholders.messages(&sent)
-        })
+        .map(|sent| placeholders.messages(sent))
         .collect();
     Ok(Script::from_sent(
         &format!("transcript {}", path.display()),
@@ -204,18 +177,16 @@ fn transcript(path: &Path, world: &Path) -> anyhow::Result<Script> {
 }
 
 /// The relay logs of `record --keep` as a script.
-fn relay_log(path: &Path) -> anyhow::Result<Script> {
-    let sessions = if path.is_dir() {
-        timeline::read(&relay::logs_dir(path))?.0
+async fn relay_log(path: &Path) -> anyhow::Result<Script> {
+    let (sessions, session) = if path.is_dir() {
+        (timeline::read(&relay::logs_dir(path))?.0, Some(path))
     } else {
-        vec![timeline::session(relay::read_log(path)?)]
+        let session = path.parent().and_then(Path::parent);
+        (vec![timeline::session(relay::read_log(path)?)], session)
     };
-    let version = if path.is_dir() {
-        version_of_relay(path)
-    } else {
-        path.parent()
-            .and_then(Path::parent)
-            .map_or_else(|| "unknown".into(), version_of_relay)
+    let version = match session {
+        Some(session) => version_of_relay(session).await,
+        None => "unknown".into(),
     };
     let rpcs: Vec<_> = sessions.into_iter().map(|s| s.rpcs).collect();
     Ok(Script::from_rpcs(
@@ -225,22 +196,17 @@ fn relay_log(path: &Path) -> anyhow::Result<Script> {
     ))
 }
 
-/// The version of the codex a recording relayed to, from its binary's `--version`.
-fn version_of_relay(session: &Path) -> String {
+/// The version of the codex a recording relayed to, as its binary reports it.
+async fn version_of_relay(session: &Path) -> String {
     let config: Option<relay::RelayConfig> = std::fs::read_to_string(relay::config_path(session))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    config
-        .and_then(|c| {
-            std::process::Command::new(c.codex)
-                .arg("--version")
-                .output()
-                .ok()
-        })
-        .and_then(|o| {
-            crate::codex::binary::parse_version_output(&String::from_utf8_lossy(&o.stdout))
-        })
-        .unwrap_or_else(|| "unknown".into())
+    match config {
+        Some(c) => binaries::probe(&c.codex)
+            .await
+            .map_or_else(|_| "unknown".into(), |b| b.version),
+        None => "unknown".into(),
+    }
 }
 
 /// A scenario file run on `binary`: the session its app-servers sent.

@@ -101,22 +101,46 @@ pub async fn resolve_request(
 }
 
 /// The one binary of a command that runs on one codex (`record`, `client-check`): the
-/// file at `path` when given, else codex `version` from npm, else the pinned version (both
-/// installed into the cache on first use, with progress on stderr).
-pub async fn resolve_one(path: Option<&Path>, version: Option<&str>) -> Result<CodexBinary> {
-    let versions = match (path, version) {
-        (Some(_), _) => vec![],
-        (None, Some(v)) => vec![v.to_string()],
-        (None, None) => vec![versions::load()?.pinned.clone()],
-    };
-    let request = BinaryRequest {
-        paths: path.iter().map(|p| p.to_path_buf()).collect(),
-        versions,
-        env: None,
-    };
+/// file at `path` when given, else codex `version` from npm, else the pinned version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OneBinary {
+    /// `--codex-bin`.
+    pub path: Option<PathBuf>,
+    /// `--codex-version`.
+    pub version: Option<String>,
+}
+
+impl OneBinary {
+    /// Codex `version` from npm.
+    pub fn version(version: &str) -> OneBinary {
+        OneBinary {
+            path: None,
+            version: Some(version.to_string()),
+        }
+    }
+
+    /// The binary (a version installed into the cache on first use, with progress on
+    /// stderr).
+    pub async fn resolve(&self) -> Result<CodexBinary> {
+        let versions = match (&self.path, &self.version) {
+            (Some(_), _) => vec![],
+            (None, Some(v)) => vec![v.clone()],
+            (None, None) => vec![versions::load()?.pinned.clone()],
+        };
+        let request = BinaryRequest {
+            paths: self.path.iter().cloned().collect(),
+            versions,
+            env: None,
+        };
+        resolve_one(&request).await
+    }
+}
+
+/// The last binary `request` resolves to.
+async fn resolve_one(request: &BinaryRequest) -> Result<CodexBinary> {
     let cache = Cache::from_env()?;
     install::reserve(&cache, &request.versions);
-    resolve_request(&request, &cache, &install::StderrProgress::new())
+    resolve_request(request, &cache, &install::StderrProgress::new())
         .await?
         .pop()
         .context("no codex binary was found")

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::app_server::transcript::{Sent, SentKind};
 use crate::codex::surface::ExecSurface;
 use crate::drift::golden_transcript::KIND;
+use crate::drift::transcript;
 use crate::harness::expectations::Expectations;
 
 /// The exec events of the golden transcripts covering `version` (each scenario's file of
@@ -33,13 +34,9 @@ pub fn observed(expectations: &Expectations, version: &str) -> anyhow::Result<Op
         };
         let doc: Value =
             serde_json::from_str(&text).with_context(|| format!("{name} is not JSON"))?;
-        let events: Vec<Sent> = doc["connections"]
-            .as_array()
+        let events: Vec<Sent> = transcript::connections_of(&doc)
             .into_iter()
             .flatten()
-            .filter_map(|c| c["messages"].as_array())
-            .flatten()
-            .filter_map(Sent::from_json)
             .filter(|s| s.kind == SentKind::Event)
             .collect();
         if events.is_empty() {

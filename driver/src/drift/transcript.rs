@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use crate::app_server::transcript::Sent;
 use crate::drift::normalize::Normalizer;
 use crate::harness::runner::Record;
 use crate::harness::tally::Connection;
@@ -43,6 +44,22 @@ pub fn normalize(connections: &[Connection]) -> Vec<Value> {
         .map(|(c, messages)| {
             let messages: Vec<Value> = messages.iter().map(|m| normalizer.json(m)).collect();
             json!({"world": c.world, "connection": c.connection, "messages": messages})
+        })
+        .collect()
+}
+
+/// The messages of each connection of a transcript document (the inverse of [`document`]
+/// for what it keeps); entries that are not messages are left out.
+pub fn connections_of(doc: &Value) -> Vec<Vec<Sent>> {
+    doc.get("connections")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            c.get("messages")
+                .and_then(Value::as_array)
+                .map(|m| m.iter().filter_map(Sent::from_json).collect())
+                .unwrap_or_default()
         })
         .collect()
 }

@@ -398,6 +398,15 @@ impl World {
         }
     }
 
+    /// Seeds `home` from the binary's template when codex has not started in it yet and it
+    /// holds only `config.toml` (see [`crate::harness::home_template`]).
+    fn seed(&self, home: &Path) -> anyhow::Result<()> {
+        match &self.template {
+            Some(template) if home_template::unstarted(home) => template.seed(home),
+            _ => Ok(()),
+        }
+    }
+
     /// Starts an app-server in the world's home and workspace, without `initialize`.
     pub fn spawn(&mut self) -> anyhow::Result<Arc<AppServer>> {
         let (home, cwd) = (self.home.clone(), self.workspace.clone());
@@ -408,11 +417,7 @@ impl World {
     /// home codex has not started in and that holds only `config.toml` is first seeded from
     /// the binary's template (see [`crate::harness::home_template`]).
     pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
-        if let Some(template) = &self.template
-            && home_template::unstarted(home)
-        {
-            template.seed(home)?;
-        }
+        self.seed(home)?;
         let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
         self.servers.push(server.clone());
         self.cleanup.servers.push(server.clone());
@@ -436,11 +441,7 @@ impl World {
         stdin: Option<String>,
         timeout: Duration,
     ) -> anyhow::Result<ExecRun> {
-        if let Some(template) = &self.template
-            && home_template::unstarted(home)
-        {
-            template.seed(home)?;
-        }
+        self.seed(home)?;
         let mut all: Vec<String> = [
             "--json",
             "--disable",

@@ -68,23 +68,13 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// X8's schema: one required string field.
-fn answer_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string"}},
-        "required": ["answer"],
-        "additionalProperties": false
-    })
-}
-
 /// X8: the schema file is passed with `--output-schema`; the request's `text.format` must
 /// be a strict `json_schema` whose `schema` is the file's, and the JSON answer the model
 /// gives is the final message as it came.
 async fn output_schema(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(WorldOptions::default()).await?;
     let schema_path = world.root().join("answer-schema.json");
-    std::fs::write(&schema_path, answer_schema().to_string())
+    std::fs::write(&schema_path, super::answer_schema().to_string())
         .with_context(|| format!("writing {}", schema_path.display()))?;
     let answer = r#"{"answer":"forty-two"}"#;
     world
@@ -109,7 +99,11 @@ async fn output_schema(ctx: &Ctx) -> anyhow::Result<()> {
     ctx.observe(format!("text.format: {format}"));
     ensure_eq!(format["type"], json!("json_schema"), "text.format.type");
     ensure_eq!(format["strict"], json!(true), "text.format.strict");
-    ensure_eq!(format["schema"], answer_schema(), "text.format.schema");
+    ensure_eq!(
+        format["schema"],
+        super::answer_schema(),
+        "text.format.schema"
+    );
     ensure_eq!(run.final_message(), Some(answer), "final message");
     let parsed: Value = serde_json::from_str(answer).context("the answer is JSON")?;
     ensure_eq!(parsed["answer"], json!("forty-two"), "the answer's field");

@@ -95,6 +95,17 @@ pub async fn setup_with(
     Ok((world, app, thread, started))
 }
 
+/// The structured-output schema G1 (`outputSchema`) and X8 (`--output-schema`) constrain
+/// the answer with: one required string field.
+pub fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": false
+    })
+}
+
 /// [`setup_with`] with the default options and a plain thread.
 pub async fn setup(
     ctx: &Ctx,

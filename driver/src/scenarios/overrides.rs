@@ -39,16 +39,6 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// The JSON schema G1's first turn constrains its answer with.
-fn answer_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string"}},
-        "required": ["answer"],
-        "additionalProperties": false
-    })
-}
-
 /// The structured answer the mock gives to G1's first turn.
 const STRUCTURED: &str = r#"{"answer":"42"}"#;
 
@@ -85,7 +75,7 @@ async fn overrides_and_output_schema(ctx: &Ctx) -> anyhow::Result<()> {
         vec![text("answer in json")],
         &options(json!({
             "cwd": sub, "model": "mock-override", "effort": "high",
-            "outputSchema": answer_schema()
+            "outputSchema": super::answer_schema()
         })),
     )
     .await?;
@@ -125,7 +115,7 @@ fn check_override_requests(
     sub: &str,
 ) -> anyhow::Result<()> {
     let format = json!({
-        "type": "json_schema", "strict": true, "schema": answer_schema(),
+        "type": "json_schema", "strict": true, "schema": super::answer_schema(),
         "name": "codex_output_schema"
     });
     let body1 = requests[0].body_json()?;
