@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 8] = [
+pub const GROUPS: [(&str, &str, &str); 10] = [
     (
         "A",
         "Executor and turn parity",
@@ -68,6 +68,26 @@ pub const GROUPS: [(&str, &str, &str); 8] = [
          crashing or answering garbage, and `mcpServerStatus/list`. Review mode on a git \
          workspace: uncommitted changes, a commit, a base branch, detached delivery and the \
          targets codex refuses.",
+    ),
+    (
+        "H",
+        "Paginated history, settings and the server requests integrators broke on",
+        "Where integrations broke in the releases after 0.150: a thread in paginated \
+         history mode (`thread/turns/list` and `thread/items/list` paged by cursor, \
+         `thread/revert`, a fork before a turn, `thread/rollback` refused where it is, the \
+         active-writer refusal), thread and turn settings updates and what reaches the next \
+         model request, the reads a client makes at start-up, the server requests not asked \
+         elsewhere (permissions approval, MCP elicitation, the ChatGPT token refresh, a \
+         request withdrawn) and the model-side notifications a strict client may not know.",
+    ),
+    (
+        "I",
+        "The app-server's listeners, several clients and codex's own faults",
+        "The app-server as integrators run it beside stdio: the executor group over \
+         `--listen ws://` and `unix://`, initialize per connection, two clients on one \
+         thread, a client that disconnects and one that reconnects, `--ws-auth`, `/readyz`, \
+         `/healthz` and the `Origin` refusal; and codex failing on its side: killed mid-turn \
+         and resumed, its stdin closed, a client that stops reading, the sidecar gone.",
     ),
     (
         "X",
