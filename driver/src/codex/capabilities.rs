@@ -279,6 +279,15 @@ impl Capabilities {
             .ok_or_else(|| "the help of codex exec could not be read".to_string())
     }
 
+    /// The binary's schema lists the server notification `method` (e.g. `model/rerouted`).
+    pub fn needs_notification(&self, method: &str) -> Result<(), String> {
+        if self.notifications.contains(method) {
+            Ok(())
+        } else {
+            Err(format!("this codex has no {method} notification"))
+        }
+    }
+
     /// The binary sends the server request `method` (e.g. an approval request).
     pub fn needs_server_request(&self, method: &str) -> Result<(), String> {
         if self.server_requests.contains(method) {

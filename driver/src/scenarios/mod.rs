@@ -6,7 +6,8 @@
 //! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
 //! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
-//! (G24–G27), and group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
+//! (G24–G27), group H: `server_requests` (H20–H22) and `model_notices` (H30–H33), and
+//! group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
 //! them all. An integrator's scenario files become scenarios of the same kind in the layer
 //! below (`crate::scenario_file`). Each group file declares its scenarios with
 //! [`scenario!`](crate::scenario) in its `scenarios()`.
@@ -26,6 +27,7 @@ pub mod history;
 pub mod interaction;
 pub mod lifecycle;
 pub mod mcp;
+pub mod model_notices;
 pub mod overrides;
 pub mod plan_items;
 pub mod protocol;
@@ -34,6 +36,7 @@ pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
 pub mod review;
+pub mod server_requests;
 pub mod sse_stream;
 pub mod support;
 pub mod thread_lifecycle;

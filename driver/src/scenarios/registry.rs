@@ -34,6 +34,8 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::plan_items::scenarios,
         scenarios::mcp::scenarios,
         scenarios::review::scenarios,
+        scenarios::server_requests::scenarios,
+        scenarios::model_notices::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
     ]
