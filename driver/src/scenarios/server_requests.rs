@@ -124,7 +124,7 @@ fn resolved(app: &AppServer) -> Vec<Value> {
 /// Asserts that the request `id` was settled once on `thread`, before its turn completed.
 fn check_resolved(app: &AppServer, thread: &str, id: &Value) -> anyhow::Result<()> {
     let messages = app.messages();
-    let position = |pred: &dyn Fn(&Inbound) -> bool| messages.iter().position(|m| pred(m));
+    let position = |pred: &dyn Fn(&Inbound) -> bool| messages.iter().position(pred);
     let settled: Vec<Value> = resolved(app)
         .into_iter()
         .filter(|p| p["requestId"] == *id)
@@ -262,7 +262,7 @@ async fn withdrawn(ctx: &Ctx) -> anyhow::Result<()> {
             ensure_eq!(params["threadId"], json!(thread), "{RESOLVED} threadId");
             // The protocol does not order a withdrawal against turn/completed: recorded.
             let messages = app.messages();
-            let at = |pred: &dyn Fn(&Inbound) -> bool| messages.iter().position(|m| pred(m));
+            let at = |pred: &dyn Fn(&Inbound) -> bool| messages.iter().position(pred);
             let after = at(&|m| m.is(RESOLVED)) > at(&|m| m.is("turn/completed"));
             ctx.observe(format!(
                 "the withdrawn request's {RESOLVED} came {} turn/completed",
