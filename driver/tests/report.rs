@@ -228,6 +228,7 @@ fn hostile_matrix() -> Matrix {
         .map(|v| Column {
             label: format!("codex-{v}"),
             version: v.to_string(),
+            protocol: None,
         })
         .collect();
     let attack = "</td><td class=\"cell pass\" data-scenario=\"x\" data-codex=\"y\">pass</td>\
@@ -263,6 +264,7 @@ fn hostile_matrix() -> Matrix {
                 checked: None,
                 drift: Vec::new(),
                 failure: None,
+                exercised: Default::default(),
             });
         }
     }

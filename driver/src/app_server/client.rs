@@ -160,6 +160,8 @@ struct Shared {
     /// The method of every request the client made, by id (kept after the answer, so a
     /// late answer still names its method).
     asked: Mutex<HashMap<RequestId, String>>,
+    /// The method of every request the client wrote to the server, in the order written.
+    requested: Mutex<Vec<String>>,
     /// Everything the server sent, in order.
     transcript: Mutex<Vec<Sent>>,
     handlers: Mutex<HashMap<String, Handler>>,
@@ -192,6 +194,7 @@ impl Shared {
             log_changed: Notify::new(),
             pending: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
+            requested: Mutex::new(Vec::new()),
             transcript: Mutex::new(Vec::new()),
             handlers: Mutex::new(HashMap::new()),
             held: Mutex::new(Vec::new()),
@@ -432,6 +435,7 @@ impl AppServer {
             lock(&self.shared.pending).remove(&id);
             return Err(self.exited_error(method));
         }
+        lock(&self.shared.requested).push(method.to_string());
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(CallError::Rpc {
@@ -515,6 +519,12 @@ impl AppServer {
     /// answer), notifications and server requests.
     pub fn transcript(&self) -> Vec<Sent> {
         lock(&self.shared.transcript).clone()
+    }
+
+    /// The method of every request the client has written to the server so far, in the
+    /// order written (answered or not: the transcript holds the answers).
+    pub fn requested(&self) -> Vec<String> {
+        lock(&self.shared.requested).clone()
     }
 
     /// A snapshot of every message logged so far.
@@ -807,6 +817,7 @@ mod tests {
             ["second", "first"],
             "each answer names the method it answers"
         );
+        assert_eq!(app.requested(), ["first", "second"], "in the order written");
     }
 
     #[tokio::test]

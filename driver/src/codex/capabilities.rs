@@ -23,10 +23,14 @@ pub struct Capabilities {
     pub client_methods: BTreeSet<String>,
     /// Client-to-server request methods of the stable schema (no `--experimental`).
     pub stable_client_methods: BTreeSet<String>,
-    /// Server-to-client request methods.
+    /// Server-to-client request methods with `--experimental`.
     pub server_requests: BTreeSet<String>,
-    /// Server notification methods.
+    /// Server-to-client request methods of the stable schema.
+    pub stable_server_requests: BTreeSet<String>,
+    /// Server notification methods with `--experimental`.
     pub notifications: BTreeSet<String>,
+    /// Server notification methods of the stable schema.
+    pub stable_notifications: BTreeSet<String>,
     /// Client notification methods.
     pub client_notifications: BTreeSet<String>,
     /// Every named type of the experimental schema (e.g. `ThreadGoalStatus`, `ThreadStartParams`).
@@ -72,7 +76,9 @@ impl Capabilities {
             client_methods: experimental.client_requests,
             stable_client_methods: stable.client_requests.clone(),
             server_requests: experimental.server_requests,
+            stable_server_requests: stable.server_requests.clone(),
             notifications: experimental.notifications,
+            stable_notifications: stable.notifications.clone(),
             client_notifications: experimental.client_notifications,
             types: experimental.types,
             conformance: None,

@@ -197,6 +197,7 @@ mod tests {
                 connection: 1,
                 root: "/tmp/x".into(),
                 messages: vec![message],
+                requested: Vec::new(),
             }],
             checked: None,
             drift: Vec::new(),

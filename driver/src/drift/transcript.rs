@@ -7,8 +7,13 @@
 //! {"codex": "0.171.0", "scenario": "streaming_deltas",
 //!  "connections": [{"world": 1, "connection": 1, "messages": [
 //!    {"type": "response", "method": "initialize", "result": {…}},
-//!    {"type": "notification", "method": "thread/started", "params": {…}}, …]}]}
+//!    {"type": "notification", "method": "thread/started", "params": {…}}, …],
+//!   "client_requests": ["initialize", "thread/start", …]}]}
 //! ```
+//!
+//! `client_requests` lists the method of every request the client wrote to that app-server,
+//! in order (left out for a `codex exec` stream); [`exercised_of`] reads a document back as
+//! what it exercised of the protocol.
 //!
 //! `--report DIR` writes them to `DIR/transcripts/VERSION/SCENARIO.json` ([`write_report`]);
 //! `--keep` leaves each world's own part in `WORLD/transcript.json` ([`write_kept`]).
@@ -21,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::app_server::transcript::Sent;
 use crate::drift::normalize::Normalizer;
+use crate::harness::coverage::Exercised;
 use crate::harness::runner::Record;
 use crate::harness::tally::Connection;
 
@@ -43,7 +49,12 @@ pub fn normalize(connections: &[Connection]) -> Vec<Value> {
         .zip(&raw)
         .map(|(c, messages)| {
             let messages: Vec<Value> = messages.iter().map(|m| normalizer.json(m)).collect();
-            json!({"world": c.world, "connection": c.connection, "messages": messages})
+            let mut value =
+                json!({"world": c.world, "connection": c.connection, "messages": messages});
+            if !c.requested.is_empty() {
+                value["client_requests"] = json!(c.requested);
+            }
+            value
         })
         .collect()
 }
@@ -62,6 +73,24 @@ pub fn connections_of(doc: &Value) -> Vec<Vec<Sent>> {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+/// What a transcript document exercised of the protocol: each connection's
+/// `client_requests` and messages (see [`Exercised::add_connection`]).
+pub fn exercised_of(doc: &Value) -> Exercised {
+    let mut exercised = Exercised::default();
+    let connections = doc.get("connections").and_then(Value::as_array);
+    for (c, messages) in connections.into_iter().flatten().zip(connections_of(doc)) {
+        let requested: Vec<String> = c
+            .get("client_requests")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.as_str().map(String::from))
+            .collect();
+        exercised.add_connection(&requested, &messages);
+    }
+    exercised
 }
 
 /// The transcript document of one record (see the module docs).
@@ -166,6 +195,7 @@ mod tests {
                     json!({"threadId": thread, "turnId": turn, "callId": "call_1"}),
                 ),
             ],
+            requested: vec!["thread/start".into()],
         }
     }
 
@@ -206,5 +236,26 @@ mod tests {
             "/tmp/codex-parity-AbC123",
         );
         assert_ne!(normalize(&[renamed]), normalize(&[plain]));
+    }
+
+    #[test]
+    fn a_document_reads_back_as_what_its_connections_exercised() {
+        let c = connection(
+            "0f3c1f7a-2b1e-4f5a-8c6d-0e9f8a7b6c01",
+            "1f3c1f7a-2b1e-4f5a-8c6d-0e9f8a7b6c02",
+            "/tmp/codex-parity-AbC123",
+        );
+        let doc = json!({"codex": "0.171.0", "scenario": "s", "connections": normalize(std::slice::from_ref(&c))});
+        assert_eq!(
+            doc["connections"][0]["client_requests"],
+            json!(["thread/start"])
+        );
+        let exercised = exercised_of(&doc);
+        assert_eq!(exercised, Exercised::of(&[c]));
+        assert!(exercised.server_requests.contains("item/tool/call"));
+        // An exec stream's connection has no client requests, and says none.
+        let mut exec = connection("a", "b", "/tmp/x");
+        exec.requested.clear();
+        assert!(normalize(&[exec])[0].get("client_requests").is_none());
     }
 }

@@ -165,6 +165,7 @@ mod tests {
                 Sent::new(SentKind::Response, "thread/start", json!({})),
                 Sent::new(SentKind::Response, UNKNOWN_METHOD, json!({})),
             ],
+            requested: Vec::new(),
         };
         let checked = check(&schema(), &[connection]);
         assert_eq!(

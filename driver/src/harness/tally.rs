@@ -1,5 +1,6 @@
 //! What the worlds of one scenario run report back to it: how many finished, the drift,
-//! the captured requests, the observations and the sidecars to watch.
+//! the captured requests, the observations, the sidecars to watch and what each app-server
+//! and the client said to each other.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,6 +44,9 @@ pub struct Connection {
     pub root: PathBuf,
     /// The messages, in arrival order.
     pub messages: Vec<Sent>,
+    /// The method of every request the client wrote to this app-server, in the order
+    /// written (empty for a `codex exec` stream).
+    pub requested: Vec<String>,
 }
 
 impl Tally {

@@ -180,6 +180,7 @@ impl Drop for Cleanup {
                 connection: i + 1,
                 root: self.root.clone(),
                 messages: server.transcript(),
+                requested: server.requested(),
             });
         }
         for (i, events) in self.execs.drain(..).enumerate() {
@@ -188,6 +189,7 @@ impl Drop for Cleanup {
                 connection: self.servers.len() + i + 1,
                 root: self.root.clone(),
                 messages: events,
+                requested: Vec::new(),
             });
         }
         drop(self.dir.take());

@@ -575,6 +575,7 @@ mod tests {
             .map(|r| Column {
                 label: format!("codex-{r}"),
                 version: r.to_string(),
+                protocol: None,
             })
             .collect();
         let entries = releases
@@ -592,6 +593,7 @@ mod tests {
                     Vec::new()
                 },
                 failure: None,
+                exercised: Default::default(),
             })
             .collect();
         Matrix {

@@ -107,6 +107,7 @@ mod tests {
         let column = |v: &str| Column {
             label: format!("codex-{v}"),
             version: v.to_string(),
+            protocol: None,
         };
         let entry = |v: &str, outcome: Outcome| Entry {
             scenario: "e9".into(),
@@ -117,6 +118,7 @@ mod tests {
             checked: None,
             drift: Vec::new(),
             failure: None,
+            exercised: Default::default(),
         };
         let matrix = Matrix {
             shard: None,

@@ -139,6 +139,7 @@ mod tests {
             checked,
             drift: Vec::new(),
             failure: None,
+            exercised: Default::default(),
         }
     }
 
@@ -163,6 +164,7 @@ mod tests {
         let column = |label: &str| Column {
             label: label.into(),
             version: label.trim_start_matches("codex-").into(),
+            protocol: None,
         };
         let matrix = Matrix {
             shard: None,

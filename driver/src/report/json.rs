@@ -3,14 +3,18 @@
 //!
 //! ```json
 //! {
-//!   "format": 2,
+//!   "format": 3,
 //!   "shard": {"index": 1, "count": 2},
 //!   "codex": [{"label": "codex-0.171.0", "version": "0.171.0"}],
 //!   "scenarios": [{"name": "smoke_uses_mock_responses", "id": "A1", "summary": "..."}],
 //!   "results": [
 //!     {"scenario": "smoke_uses_mock_responses", "id": "A1", "codex": "codex-0.171.0",
 //!      "codex_version": "0.171.0", "status": "passed", "duration_ms": 734}
-//!   ]
+//!   ],
+//!   "coverage": [{"codex": "codex-0.171.0", "version": "0.171.0", "scenarios": 88,
+//!     "client_requests": {"stable": {"listed": 110, "exercised": ["initialize", …],
+//!       "never": […]}, "experimental": {…}, "answered_with_error": […]},
+//!     "notifications": {…}, "server_requests": {…}}]
 //! }
 //! ```
 //!
@@ -24,7 +28,12 @@
 //! every divergence the scenario reported (`key`, `observed`, `message`) before the
 //! baseline judged it, and `failure` why it failed on its own (before any baseline), so a
 //! sweep's results say what each release did whatever the baselines then said
-//! (`codex-parity baselines audit` reads them and judges again). `codex` and
+//! (`codex-parity baselines audit` reads them and judges again); `exercised` the client
+//! requests (each with `result`, `error` or `unanswered`), notifications, server requests
+//! and exec events its worlds exercised. `coverage` holds, per binary, those exercised by
+//! any scenario out of the methods its schema lists (see [`crate::report::coverage`]);
+//! reading a file back takes the lists from it and counts again from the records, so a
+//! merge counts every shard's scenarios. `codex` and
 //! `scenarios` list the whole plan, also in a shard, whose `results` hold only its own cells.
 //! Records are ordered by
 //! (scenario, binary); durations are the only values that change between identical runs.
@@ -34,14 +43,19 @@ use std::time::Duration;
 use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
+use super::coverage::{self, Coverage};
 use super::matrix::{Column, Entry, Matrix, Row};
 use crate::harness::conformance::Checked;
+use crate::harness::coverage::{Exercised, Protocol};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::{KnownDrift, Outcome, OutcomeKind};
 use crate::harness::shard::Shard;
 
-/// The version of the file's shape.
-pub const FORMAT: u32 = 2;
+/// The version of the file's shape: 3 added `coverage` and each record's `exercised`.
+pub const FORMAT: u32 = 3;
+
+/// The older shapes this reader still reads (2: without coverage).
+const READS: [u32; 2] = [2, FORMAT];
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +66,8 @@ struct File {
     codex: Vec<ColumnJson>,
     scenarios: Vec<RowJson>,
     results: Vec<ResultJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    coverage: Vec<Coverage>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -90,6 +106,8 @@ struct ResultJson {
     drift: Vec<Drift>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     failure: Option<String>,
+    #[serde(default, skip_serializing_if = "Exercised::is_empty")]
+    exercised: Exercised,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -115,6 +133,7 @@ pub fn render(matrix: &Matrix) -> String {
             })
             .collect(),
         results: matrix.entries.iter().map(|e| record(matrix, e)).collect(),
+        coverage: coverage::coverage(matrix),
     };
     // Plain data with string keys: serializing cannot fail.
     let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
@@ -144,6 +163,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         schema: e.checked.clone(),
         drift: e.drift.clone(),
         failure: e.failure.as_deref().map(super::strip_escapes),
+        exercised: e.exercised.clone(),
     }
 }
 
@@ -152,7 +172,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
 pub fn parse(text: &str) -> anyhow::Result<Matrix> {
     let file: File = serde_json::from_str(text).context("not a codex-parity results.json")?;
     ensure!(
-        file.format == FORMAT,
+        READS.contains(&file.format),
         "results.json format {} is not {FORMAT}: written by another codex-parity version",
         file.format
     );
@@ -173,10 +193,38 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             .map(|c| Column {
                 label: c.label,
                 version: c.version,
+                protocol: None,
             })
             .collect(),
         entries: Vec::new(),
     };
+    let mut matrix = matrix;
+    for c in &file.coverage {
+        let lists = c.kinds().map(|(name, k)| {
+            for split in [&k.stable, &k.experimental] {
+                ensure!(
+                    split.listed == split.exercised.len() + split.never.len(),
+                    "coverage of {}: {name} lists {} method(s) but names {}",
+                    c.codex,
+                    split.listed,
+                    split.exercised.len() + split.never.len()
+                );
+            }
+            Ok(k.listed())
+        });
+        let [requests, notifications, server_requests] = lists;
+        ensure!(
+            matrix.columns.iter().any(|col| col.label == c.codex),
+            "coverage of {} which is not among the codex binaries",
+            c.codex
+        );
+        let protocol = Protocol {
+            requests: requests?,
+            notifications: notifications?,
+            server_requests: server_requests?,
+        };
+        matrix.set_protocol(&c.codex, protocol);
+    }
     let mut entries = Vec::new();
     for r in file.results {
         ensure!(
@@ -206,6 +254,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             checked: r.schema,
             drift: r.drift,
             failure: r.failure,
+            exercised: r.exercised,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };
@@ -265,7 +314,7 @@ mod tests {
     #[test]
     fn rejects_foreign_files_and_unknown_cells() {
         assert!(parse("{}").is_err());
-        let text = render(&sample()).replace("\"format\": 2", "\"format\": 9");
+        let text = render(&sample()).replace("\"format\": 3", "\"format\": 9");
         assert!(format!("{:#}", parse(&text).unwrap_err()).contains("format 9"));
         let text =
             render(&sample()).replace("\"codex\": \"codex-0.131.0\"", "\"codex\": \"codex-9\"");

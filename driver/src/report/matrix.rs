@@ -9,6 +9,7 @@ use anyhow::{bail, ensure};
 
 use crate::codex::binaries::CodexBinary;
 use crate::harness::conformance::Checked;
+use crate::harness::coverage::{Exercised, Protocol};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
 use crate::harness::runner::Record;
@@ -33,6 +34,9 @@ pub struct Column {
     pub label: String,
     /// The version it reports in `codex --version` (`0.171.0`).
     pub version: String,
+    /// The methods its schema lists, that protocol coverage counts against (`None`: not
+    /// known, e.g. a `results.json` written before coverage was kept).
+    pub protocol: Option<Protocol>,
 }
 
 /// The result of one scenario on one binary.
@@ -56,6 +60,8 @@ pub struct Entry {
     pub drift: Vec<Drift>,
     /// Why it failed before the baseline judged its drift (`None`: it got to the end).
     pub failure: Option<String>,
+    /// What its worlds exercised of the protocol (see [`crate::harness::coverage`]).
+    pub exercised: Exercised,
 }
 
 /// Counts of one column's outcomes.
@@ -111,6 +117,7 @@ impl Matrix {
             .map(|b| Column {
                 label: b.label(),
                 version: b.version.clone(),
+                protocol: None,
             })
             .collect();
         let entries = records
@@ -124,6 +131,7 @@ impl Matrix {
                 checked: r.checked.clone(),
                 drift: r.drift.clone(),
                 failure: r.failure.clone(),
+                exercised: Exercised::of(&r.transcripts),
             })
             .collect();
         let mut matrix = Matrix {
@@ -134,6 +142,14 @@ impl Matrix {
         };
         matrix.sort();
         matrix
+    }
+
+    /// Gives the column `label` the methods its binary's schema lists (see
+    /// [`Column::protocol`]); a label that is not a column is ignored.
+    pub fn set_protocol(&mut self, label: &str, protocol: Protocol) {
+        if let Some(column) = self.columns.iter_mut().find(|c| c.label == label) {
+            column.protocol = Some(protocol);
+        }
     }
 
     /// Orders the entries by (row, column); entries of unknown cells go last.
@@ -258,14 +274,22 @@ impl Matrix {
                 }
             }
             for column in part.columns {
-                match merged.columns.iter().find(|c| c.label == column.label) {
+                match merged.columns.iter_mut().find(|c| c.label == column.label) {
                     Some(known) if known.version != column.version => bail!(
                         "{} is version {} in one part and {} in another",
                         column.label,
                         known.version,
                         column.version
                     ),
-                    Some(_) => {}
+                    Some(known) => match (&known.protocol, column.protocol) {
+                        (Some(a), Some(b)) if *a != b => bail!(
+                            "{}'s schema lists other methods in one part than in another: \
+                             two different binaries of one version?",
+                            column.label
+                        ),
+                        (None, Some(b)) => known.protocol = Some(b),
+                        _ => {}
+                    },
                     None => merged.columns.push(column),
                 }
             }
@@ -360,9 +384,11 @@ pub(crate) mod tests {
             id: id.into(),
             summary: format!("what {name} proves"),
         };
+        // The newest column knows its schema's lists; the oldest is as an older file has it.
         let col = |v: &str| Column {
             label: format!("codex-{v}"),
             version: v.into(),
+            protocol: (v == "0.171.0").then(sample_protocol),
         };
         let entry = |s: &str, v: &str, outcome: Outcome, ms: u64| Entry {
             scenario: s.into(),
@@ -392,6 +418,7 @@ pub(crate) mod tests {
                 Vec::new()
             },
             failure: (s == "gamma").then(|| "timed out".to_string()),
+            exercised: sample_exercised(s, v),
         };
         Matrix {
             shard: None,
@@ -423,6 +450,57 @@ pub(crate) mod tests {
                 entry("gamma", "0.171.0", Outcome::Passed, 10),
             ],
         }
+    }
+
+    /// The lists of the sample's newest column.
+    pub(crate) fn sample_protocol() -> Protocol {
+        let set = |names: &[&str]| names.iter().map(|m| m.to_string()).collect();
+        let listed = |stable: &[&str], experimental: &[&str]| crate::harness::coverage::Listed {
+            stable: set(stable),
+            experimental: set(experimental),
+        };
+        Protocol {
+            requests: listed(
+                &["initialize", "thread/start", "turn/start"],
+                &["thread/goal/set"],
+            ),
+            notifications: listed(&["turn/started", "turn/completed"], &[]),
+            server_requests: listed(&["item/tool/call"], &[]),
+        }
+    }
+
+    /// What the sample's cells exercised: on 0.171.0 `alpha` answered `initialize`, got an
+    /// error for `thread/start` and for the unlisted `x/y`, `gamma` the experimental
+    /// `thread/goal/set` and a server request; on 0.131.0 `alpha` one request.
+    pub(crate) fn sample_exercised(scenario: &str, version: &str) -> Exercised {
+        use crate::app_server::transcript::{Sent, SentKind};
+        let sent = |kind, method: &str| Sent::new(kind, method, serde_json::json!({}));
+        let mut e = Exercised::default();
+        match (scenario, version) {
+            ("alpha", "0.171.0") => e.add_connection(
+                &["initialize".into(), "thread/start".into(), "x/y".into()],
+                &[
+                    sent(SentKind::Response, "initialize"),
+                    sent(SentKind::Error, "thread/start"),
+                    sent(SentKind::Error, "x/y"),
+                    sent(SentKind::Notification, "turn/started"),
+                ],
+            ),
+            ("gamma", "0.171.0") => e.add_connection(
+                &["initialize".into(), "thread/goal/set".into()],
+                &[
+                    sent(SentKind::Response, "initialize"),
+                    sent(SentKind::Response, "thread/goal/set"),
+                    sent(SentKind::Request, "item/tool/call"),
+                ],
+            ),
+            ("alpha", "0.131.0") => e.add_connection(
+                &["initialize".into()],
+                &[sent(SentKind::Response, "initialize")],
+            ),
+            _ => {}
+        }
+        e
     }
 
     #[test]

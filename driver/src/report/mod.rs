@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod changes;
 pub mod conformance;
+pub mod coverage;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -35,10 +36,14 @@ pub fn show(
     drift: Vec<Section>,
 ) -> anyhow::Result<Verdict> {
     print!("\n{}", terminal::render(matrix));
+    for c in coverage::coverage(matrix) {
+        println!("{}", coverage::line(&c));
+    }
     if let Some(dir) = report_dir {
         let mut sections = sections::standard(matrix);
         sections.extend(drift);
         sections.push(conformance::section(matrix));
+        sections.push(coverage::section(matrix));
         write_dir(dir, matrix, &sections)?;
         eprintln!(
             "codex-parity: wrote {} into {}",

@@ -17,6 +17,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::schema::Schema;
 use crate::codex::{schema_diff, versions};
 use crate::drift::{golden, golden_transcript, request_drift, transcript, transcript_diff};
+use crate::harness::coverage::Protocol;
 use crate::harness::expectations::Expectations;
 use crate::harness::pending;
 use crate::harness::runner::{Finished, Record};
@@ -87,7 +88,10 @@ impl Results {
     fn finish(&mut self, plan: &Plan, finished: &Finished) -> anyhow::Result<Verdict> {
         let binaries = plan.binaries();
         let shard = (plan.options.shard.count > 1).then_some(plan.options.shard);
-        let matrix = Matrix::from_run(&plan.scenarios, &binaries, &finished.records, shard);
+        let mut matrix = Matrix::from_run(&plan.scenarios, &binaries, &finished.records, shard);
+        for t in &plan.targets {
+            matrix.set_protocol(&t.binary.label(), Protocol::of(&t.caps));
+        }
         let mut drift = if self.dir.is_some() && binaries.len() > 1 {
             drift_sections(plan, &finished.records)
         } else {
