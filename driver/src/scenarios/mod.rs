@@ -6,9 +6,10 @@
 //! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
 //! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
-//! (G24–G27), and group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
-//! them all. An integrator's scenario files become scenarios of the same kind in the layer
-//! below (`crate::scenario_file`). Each group file declares its scenarios with
+//! (G24–G27), group H: `paged_history` (H1–H5), `settings_updates` (H6) and
+//! `startup_reads` (H10–H16), and group X: `exec` (X1–X7) and `exec_flags` (X8–X12);
+//! [`registry()`] lists them all. An integrator's scenario files become scenarios of the same
+//! kind in the layer below (`crate::scenario_file`). Each group file declares its scenarios with
 //! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
@@ -27,6 +28,7 @@ pub mod interaction;
 pub mod lifecycle;
 pub mod mcp;
 pub mod overrides;
+pub mod paged_history;
 pub mod plan_items;
 pub mod protocol;
 pub mod rate_limits;
@@ -34,7 +36,9 @@ pub mod reasoning;
 pub mod registry;
 pub mod request_shape;
 pub mod review;
+pub mod settings_updates;
 pub mod sse_stream;
+pub mod startup_reads;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;

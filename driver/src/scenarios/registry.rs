@@ -34,6 +34,9 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::plan_items::scenarios,
         scenarios::mcp::scenarios,
         scenarios::review::scenarios,
+        scenarios::paged_history::scenarios,
+        scenarios::settings_updates::scenarios,
+        scenarios::startup_reads::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
     ]
