@@ -229,6 +229,17 @@ impl Capabilities {
         self.require_methods(&["thread/resume", "thread/fork"])
     }
 
+    /// `thread/start` takes `historyMode` (paginated history, group H).
+    pub fn needs_history_mode(&self) -> Result<(), String> {
+        self.needs_thread_field("historyMode")
+    }
+
+    /// Paginated history and `thread/fork` with `beforeTurnId` (H5).
+    pub fn needs_fork_before_turn(&self) -> Result<(), String> {
+        self.needs_history_mode()?;
+        self.require_field("ThreadForkParams", "beforeTurnId")
+    }
+
     /// `turn/start` takes `outputSchema` (G1).
     pub fn needs_output_schema(&self) -> Result<(), String> {
         self.require_field("TurnStartParams", "outputSchema")

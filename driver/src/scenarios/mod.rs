@@ -6,10 +6,11 @@
 //! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
 //! `compaction` (F14–F16), and group G: `overrides` (G1, G2), `user_input` (G3–G6),
 //! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
-//! (G24–G27), group H: `server_requests` (H20–H22) and `model_notices` (H30–H33), and
-//! group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
-//! them all. An integrator's scenario files become scenarios of the same kind in the layer
-//! below (`crate::scenario_file`). Each group file declares its scenarios with
+//! (G24–G27), group H: `paged_history` (H1–H5), `settings_updates` (H6), `startup_reads`
+//! (H10–H16), `server_requests` (H20–H22) and `model_notices` (H30–H33), and group X: `exec`
+//! (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists them all. An integrator's scenario
+//! files become scenarios of the same kind in the layer below (`crate::scenario_file`). Each
+//! group file declares its scenarios with
 //! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
@@ -29,6 +30,7 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod model_notices;
 pub mod overrides;
+pub mod paged_history;
 pub mod plan_items;
 pub mod protocol;
 pub mod rate_limits;
@@ -37,7 +39,9 @@ pub mod registry;
 pub mod request_shape;
 pub mod review;
 pub mod server_requests;
+pub mod settings_updates;
 pub mod sse_stream;
+pub mod startup_reads;
 pub mod support;
 pub mod thread_lifecycle;
 pub mod threads;
