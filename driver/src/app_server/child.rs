@@ -4,30 +4,31 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStderr};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use crate::lock;
 
 /// The last lines a child process wrote to stderr.
 #[derive(Debug)]
-pub(crate) struct StderrTail {
+pub struct StderrTail {
     lines: Mutex<VecDeque<String>>,
     max: usize,
 }
 
 impl StderrTail {
     /// A tail that keeps at most `max` lines.
-    pub(crate) fn new(max: usize) -> StderrTail {
+    pub fn new(max: usize) -> StderrTail {
         StderrTail {
             lines: Mutex::new(VecDeque::new()),
             max,
         }
     }
 
-    /// Reads `stderr` to its end, keeping the last lines; `each` sees every line first.
-    pub(crate) async fn read(&self, stderr: ChildStderr, each: impl Fn(&str)) {
+    /// Reads `stderr` (or any stream of lines) to its end, keeping the last lines; `each`
+    /// sees every line first.
+    pub async fn read(&self, stderr: impl AsyncRead + Unpin, each: impl Fn(&str)) {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             each(&line);
@@ -40,7 +41,7 @@ impl StderrTail {
     }
 
     /// The kept lines, one per line.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         lock(&self.lines)
             .iter()
             .cloned()

@@ -4,7 +4,9 @@
 //!
 //! The transport is a seam: [`AppServer::spawn`] speaks over a child's stdin and stdout,
 //! [`AppServer::over`] over any reader and writer (an in-memory pipe in the unit tests, a
-//! socket), with the same typed API.
+//! socket), and [`AppServer::over_websocket`] over a WebSocket, one JSON-RPC message per text
+//! frame (what `codex app-server --listen ws://…` and `unix://…` speak, see
+//! `crate::app_server::listener`), all with the same typed API.
 //!
 //! The child runs in its own process group (so a Ctrl-C at the terminal reaches only the
 //! harness, which then stops it) and the whole group is killed at once when the client is
@@ -18,10 +20,14 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message as Frame;
 
 use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 use crate::app_server::message::{Message, RequestId, RpcError};
@@ -169,7 +175,8 @@ struct Shared {
     held: Mutex<Vec<String>>,
     unhandled: Mutex<Vec<String>>,
     bad_lines: Mutex<Vec<String>>,
-    stderr: StderrTail,
+    /// Codex's stderr: this process's, or the listener's its connection goes to.
+    stderr: Arc<StderrTail>,
     exit: watch::Sender<Option<ChildExit>>,
     /// Set as soon as the child has been waited for: its pid may then be reused.
     reaped: AtomicBool,
@@ -181,6 +188,7 @@ impl Shared {
     /// write.
     fn new(
         label: &str,
+        stderr: Option<Arc<StderrTail>>,
     ) -> (
         Arc<Shared>,
         watch::Receiver<Option<ChildExit>>,
@@ -200,7 +208,7 @@ impl Shared {
             held: Mutex::new(Vec::new()),
             unhandled: Mutex::new(Vec::new()),
             bad_lines: Mutex::new(Vec::new()),
-            stderr: StderrTail::new(STDERR_TAIL_LINES),
+            stderr: stderr.unwrap_or_else(|| Arc::new(StderrTail::new(STDERR_TAIL_LINES))),
             exit: exit_tx,
             reaped: AtomicBool::new(false),
             writer: Mutex::new(Some(line_tx)),
@@ -310,7 +318,7 @@ impl AppServer {
             .stderr
             .take()
             .ok_or_else(|| anyhow::anyhow!("no stderr pipe"))?;
-        let (shared, exit_rx, line_rx) = Shared::new(&cmd.label);
+        let (shared, exit_rx, line_rx) = Shared::new(&cmd.label, None);
         tokio::spawn(write_lines(stdin, line_rx));
         let stderr_done = tokio::spawn(read_stderr(shared.clone(), stderr));
         let stdout_done = tokio::spawn(read_lines(shared.clone(), stdout));
@@ -333,9 +341,40 @@ impl AppServer {
         writer: impl AsyncWrite + Unpin + Send + 'static,
         label: &str,
     ) -> AppServer {
-        let (shared, exit_rx, line_rx) = Shared::new(label);
+        let (shared, exit_rx, line_rx) = Shared::new(label, None);
         let writing = tokio::spawn(write_lines(writer, line_rx));
         let reading = tokio::spawn(read_lines(shared.clone(), reader));
+        AppServer::connection(shared, exit_rx, reading, writing)
+    }
+
+    /// A client over a WebSocket: each text frame the server sends is one message, each
+    /// message the client sends goes in one text frame (a close frame when the client shuts
+    /// down). `stderr` is the tail of the process the socket leads to, for error messages.
+    /// The "exit" is the end of the socket ([`ChildExit::Closed`]); `kill` and dropping the
+    /// client close it.
+    pub fn over_websocket<S>(
+        socket: WebSocketStream<S>,
+        label: &str,
+        stderr: Arc<StderrTail>,
+    ) -> AppServer
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (shared, exit_rx, line_rx) = Shared::new(label, Some(stderr));
+        let (sink, stream) = socket.split();
+        let writing = tokio::spawn(write_frames(sink, line_rx));
+        let reading = tokio::spawn(read_frames(shared.clone(), stream));
+        AppServer::connection(shared, exit_rx, reading, writing)
+    }
+
+    /// The client of a connection without a process of its own: the connection ends when
+    /// `reading` does, or when the client is killed.
+    fn connection(
+        shared: Arc<Shared>,
+        exit_rx: watch::Receiver<Option<ChildExit>>,
+        reading: tokio::task::JoinHandle<()>,
+        writing: tokio::task::JoinHandle<()>,
+    ) -> AppServer {
         let (kill_tx, kill_rx) = oneshot::channel::<()>();
         let watched = shared.clone();
         tokio::spawn(async move {
@@ -678,42 +717,79 @@ async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
 async fn read_lines(shared: Arc<Shared>, stdout: impl AsyncRead + Unpin) {
     let mut lines = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
-            continue;
+        receive(&shared, line);
+    }
+}
+
+/// Writes each line as one text frame; a close frame when the client stops writing.
+async fn write_frames<S>(
+    mut sink: SplitSink<WebSocketStream<S>, Frame>,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(line) = rx.recv().await {
+        if sink.send(Frame::text(line)).await.is_err() {
+            return;
         }
-        let message = Message::parse(&line);
-        if let Ok(message) = &message {
-            shared.record(message);
+    }
+    let _ = sink.close().await;
+}
+
+/// Reads frames until the socket ends: each text (or binary) frame is one message; pings
+/// are answered by tungstenite itself.
+async fn read_frames<S>(shared: Arc<Shared>, mut stream: SplitStream<WebSocketStream<S>>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(Ok(frame)) = stream.next().await {
+        match frame {
+            Frame::Text(text) => receive(&shared, text.to_string()),
+            Frame::Binary(bytes) => receive(&shared, String::from_utf8_lossy(&bytes).into_owned()),
+            Frame::Close(_) => break,
+            Frame::Ping(_) | Frame::Pong(_) | Frame::Frame(_) => {}
         }
-        match message {
-            Ok(Message::Response { id, result }) => {
-                if let Some(tx) = lock(&shared.pending).remove(&id) {
-                    let _ = tx.send(Ok(result));
-                }
+    }
+}
+
+/// One message (a line, a frame) the server sent: answers go to their calls, server
+/// requests to their handlers, the rest to the log; what is not JSON-RPC to `bad_lines`.
+fn receive(shared: &Shared, line: String) {
+    if line.trim().is_empty() {
+        return;
+    }
+    let message = Message::parse(&line);
+    if let Ok(message) = &message {
+        shared.record(message);
+    }
+    match message {
+        Ok(Message::Response { id, result }) => {
+            if let Some(tx) = lock(&shared.pending).remove(&id) {
+                let _ = tx.send(Ok(result));
             }
-            Ok(Message::Error { id, error }) => {
-                if let Some(tx) = id.and_then(|id| lock(&shared.pending).remove(&id)) {
-                    let _ = tx.send(Err(error));
-                } else {
-                    lock(&shared.bad_lines).push(line);
-                }
-            }
-            Ok(message) => {
-                if let Message::Request { id, method, params } = &message {
-                    answer_server_request(&shared, id, method, params);
-                }
-                let mut log = lock(&shared.log);
-                let index = log.len();
-                log.push(Inbound {
-                    index,
-                    message,
-                    at: Instant::now(),
-                });
-                drop(log);
-                shared.log_changed.notify_waiters();
-            }
-            Err(_) => lock(&shared.bad_lines).push(line),
         }
+        Ok(Message::Error { id, error }) => {
+            if let Some(tx) = id.and_then(|id| lock(&shared.pending).remove(&id)) {
+                let _ = tx.send(Err(error));
+            } else {
+                lock(&shared.bad_lines).push(line);
+            }
+        }
+        Ok(message) => {
+            if let Message::Request { id, method, params } = &message {
+                answer_server_request(shared, id, method, params);
+            }
+            let mut log = lock(&shared.log);
+            let index = log.len();
+            log.push(Inbound {
+                index,
+                message,
+                at: Instant::now(),
+            });
+            drop(log);
+            shared.log_changed.notify_waiters();
+        }
+        Err(_) => lock(&shared.bad_lines).push(line),
     }
 }
 
@@ -915,5 +991,54 @@ mod tests {
             app.notify("x", json!({})).is_err(),
             "no writing after the end"
         );
+    }
+
+    #[tokio::test]
+    async fn a_websocket_carries_one_message_per_text_frame_both_ways() {
+        use tokio_tungstenite::tungstenite::protocol::Role;
+        let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+        let client_ws = WebSocketStream::from_raw_socket(client_end, Role::Client, None).await;
+        let mut server_ws = WebSocketStream::from_raw_socket(server_end, Role::Server, None).await;
+        let tail = Arc::new(StderrTail::new(4));
+        let app = AppServer::over_websocket(client_ws, "codex-ws-fake", tail);
+        app.handle("item/tool/call", |_| Ok(json!({"success": true})));
+        let server = tokio::spawn(async move {
+            let Some(Ok(Frame::Text(call))) = server_ws.next().await else {
+                panic!("no call frame");
+            };
+            let call: Value = serde_json::from_str(call.as_str()).unwrap();
+            let request = json!({"id": 7, "method": "item/tool/call", "params": {}});
+            server_ws
+                .send(Frame::text(request.to_string()))
+                .await
+                .unwrap();
+            let Some(Ok(Frame::Text(answer))) = server_ws.next().await else {
+                panic!("no answer frame");
+            };
+            let answer: Value = serde_json::from_str(answer.as_str()).unwrap();
+            let reply = json!({"id": call["id"], "result": {"ok": call["method"]}});
+            server_ws
+                .send(Frame::text(reply.to_string()))
+                .await
+                .unwrap();
+            // Then the server closes: the client sees the connection end.
+            server_ws.close(None).await.unwrap();
+            answer
+        });
+        let result = app
+            .call_with_timeout("thread/start", json!({}), Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(result, json!({"ok": "thread/start"}));
+        let answer = server.await.unwrap();
+        assert_eq!(
+            (answer["id"].clone(), answer["result"]["success"].clone()),
+            (json!(7), json!(true))
+        );
+        let mut rx = app.exit_rx.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(2), rx.wait_for(|e| e.is_some())).await;
+        assert_eq!(app.exit_status(), Some(ChildExit::Closed));
+        let methods: Vec<String> = app.transcript().iter().map(|s| s.method.clone()).collect();
+        assert_eq!(methods, ["item/tool/call", "thread/start"]);
     }
 }

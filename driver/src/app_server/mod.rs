@@ -6,6 +6,7 @@
 pub mod child;
 pub mod client;
 pub mod exec;
+pub mod listener;
 pub mod message;
 pub mod requests;
 pub mod transcript;

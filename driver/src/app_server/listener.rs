@@ -1,0 +1,367 @@
+//! `codex app-server --listen ws://127.0.0.1:0` or `--listen unix://PATH`: one app-server
+//! process serving connections, each a WebSocket (over TCP, or over the unix socket: codex
+//! upgrades every accepted unix connection to a WebSocket), each an [`AppServer`] with the
+//! same typed API as stdio.
+//!
+//! Facts probed on 0.131.0, 0.139.0, 0.150.1, 0.161.0, 0.166.0 and 0.171.0: the bound
+//! address for port 0 is printed on stderr as `  listening on: ws://IP:PORT` (even with
+//! `RUST_LOG=warn`); stdin is not served and its end does not stop the process; from some
+//! release after 0.150.1 (0.161.0 has it) `unix://PATH` makes PATH a symbolic link to a
+//! socket in `/tmp/codex-daemon-UID/`, which [`Listener`] removes after killing codex.
+//!
+//! The process runs in its own process group, killed with it when the [`Listener`] is
+//! killed or dropped.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::process::Command;
+use tokio::sync::{oneshot, watch};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
+use crate::app_server::{AppServer, AppServerCommand};
+use crate::lock;
+
+/// How long codex may take to bind its listener.
+pub const BIND_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long one connection's handshake may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a listener listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `ws://IP:PORT`, the address codex printed.
+    WebSocket(String),
+    /// The unix socket's path as given to `--listen unix://PATH`.
+    Unix(PathBuf),
+}
+
+/// What to ask codex for: a loopback port of its choice, or a unix socket at a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenAt {
+    /// `--listen ws://127.0.0.1:0`.
+    WebSocket,
+    /// `--listen unix://PATH`.
+    Unix(PathBuf),
+}
+
+impl ListenAt {
+    /// The value of `--listen`.
+    pub fn url(&self) -> String {
+        match self {
+            ListenAt::WebSocket => "ws://127.0.0.1:0".into(),
+            ListenAt::Unix(path) => format!("unix://{}", path.display()),
+        }
+    }
+}
+
+/// Why a connection was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// Codex answered the handshake with an HTTP status instead of `101`.
+    #[error("codex refused the WebSocket handshake with HTTP {status}: {body}")]
+    Refused {
+        /// The status.
+        status: u16,
+        /// The body, as text.
+        body: String,
+    },
+    /// Anything else (no connection, timeout, a broken handshake).
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// A running `codex app-server --listen …`.
+pub struct Listener {
+    label: String,
+    endpoint: Endpoint,
+    pid: Option<u32>,
+    stderr: Arc<StderrTail>,
+    kill: Mutex<Option<oneshot::Sender<()>>>,
+    exit_rx: watch::Receiver<Option<ChildExit>>,
+    connections: Mutex<usize>,
+}
+
+impl Listener {
+    /// Starts `program app-server ARGS --listen URL` and waits (at most [`BIND_TIMEOUT`])
+    /// until it listens; the error carries codex's stderr tail.
+    pub async fn spawn(cmd: &AppServerCommand, at: &ListenAt) -> anyhow::Result<Listener> {
+        let mut command = Command::new(&cmd.program);
+        command
+            .arg("app-server")
+            .args(&cmd.args)
+            .arg("--listen")
+            .arg(at.url())
+            .env_clear()
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&cmd.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("{}: cannot start {}", cmd.label, cmd.program.display()))?;
+        let pid = child.id();
+        let stderr = child.stderr.take().context("no stderr pipe")?;
+        let tail = Arc::new(StderrTail::new(40));
+        let (addr_tx, mut addr_rx) = watch::channel(None::<String>);
+        let reading = tail.clone();
+        tokio::spawn(async move {
+            reading
+                .read(stderr, |line| {
+                    if let Some(url) = bound_address(line) {
+                        let _ = addr_tx.send(Some(url));
+                    }
+                })
+                .await;
+        });
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (kill_tx, kill_rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let (exit, _) = wait_or_kill(&mut child, kill_rx).await;
+            let _ = exit_tx.send(Some(exit));
+        });
+        let mut listener = Listener {
+            label: cmd.label.clone(),
+            endpoint: Endpoint::Unix(PathBuf::new()),
+            pid,
+            stderr: tail,
+            kill: Mutex::new(Some(kill_tx)),
+            exit_rx,
+            connections: Mutex::new(0),
+        };
+        let deadline = tokio::time::Instant::now() + BIND_TIMEOUT;
+        listener.endpoint = match at {
+            ListenAt::WebSocket => {
+                let found = tokio::time::timeout_at(deadline, addr_rx.wait_for(Option::is_some));
+                match found.await {
+                    Ok(Ok(url)) => Endpoint::WebSocket(url.clone().unwrap_or_default()),
+                    _ => bail!(listener.failed("print its ws:// address")),
+                }
+            }
+            ListenAt::Unix(path) => {
+                while !path.exists() {
+                    if tokio::time::Instant::now() > deadline || listener.exit_status().is_some() {
+                        bail!(listener.failed(&format!("create {}", path.display())));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Endpoint::Unix(path.clone())
+            }
+        };
+        Ok(listener)
+    }
+
+    fn failed(&self, what: &str) -> String {
+        format!(
+            "{}: codex app-server did not {what} within {BIND_TIMEOUT:?} ({}); stderr tail:\n{}",
+            self.label,
+            self.exit_status()
+                .map_or_else(|| "still running".to_string(), |e| e.to_string()),
+            self.stderr.text()
+        )
+    }
+
+    /// Where it listens.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The last lines codex wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// Whether the process has exited, and how.
+    pub fn exit_status(&self) -> Option<ChildExit> {
+        self.exit_rx.borrow().clone()
+    }
+
+    /// A new connection (not initialized).
+    pub async fn connect(&self) -> anyhow::Result<AppServer> {
+        self.connect_with(&[]).await.map_err(anyhow::Error::from)
+    }
+
+    /// A new connection whose handshake carries `headers` (e.g. `Authorization`).
+    pub async fn connect_with(&self, headers: &[(&str, &str)]) -> Result<AppServer, ConnectError> {
+        let number = {
+            let mut n = lock(&self.connections);
+            *n += 1;
+            *n
+        };
+        let label = format!("{}#{number}", self.label);
+        let work = async {
+            match &self.endpoint {
+                Endpoint::WebSocket(url) => {
+                    let stream = tokio::net::TcpStream::connect(
+                        url.trim_start_matches("ws://").trim_end_matches('/'),
+                    )
+                    .await
+                    .with_context(|| format!("connecting to {url}"))?;
+                    self.handshake(url, stream, headers, &label).await
+                }
+                Endpoint::Unix(path) => {
+                    let stream = tokio::net::UnixStream::connect(path)
+                        .await
+                        .with_context(|| format!("connecting to {}", path.display()))?;
+                    self.handshake("ws://localhost/", stream, headers, &label)
+                        .await
+                }
+            }
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, work).await {
+            Ok(result) => result,
+            Err(_) => Err(ConnectError::Failed(anyhow::anyhow!(
+                "{label}: no WebSocket handshake within {CONNECT_TIMEOUT:?}; stderr tail:\n{}",
+                self.stderr.text()
+            ))),
+        }
+    }
+
+    async fn handshake<S>(
+        &self,
+        url: &str,
+        stream: S,
+        headers: &[(&str, &str)],
+        label: &str,
+    ) -> Result<AppServer, ConnectError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut request = url
+            .into_client_request()
+            .with_context(|| format!("a WebSocket request for {url}"))?;
+        for (name, value) in headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes()).context("a header name")?;
+            let value = http::HeaderValue::from_str(value).context("a header value")?;
+            request.headers_mut().insert(name, value);
+        }
+        match tokio_tungstenite::client_async(request, stream).await {
+            Ok((socket, _)) => Ok(AppServer::over_websocket(
+                socket,
+                label,
+                self.stderr.clone(),
+            )),
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                let status = response.status().as_u16();
+                let body = response
+                    .body()
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .unwrap_or_default();
+                Err(ConnectError::Refused { status, body })
+            }
+            Err(e) => Err(ConnectError::Failed(anyhow::anyhow!(
+                "{label}: WebSocket handshake failed: {e}; stderr tail:\n{}",
+                self.stderr.text()
+            ))),
+        }
+    }
+
+    /// Kills the process group now (SIGKILL) and removes the socket a unix listener's
+    /// PATH links to (codex cannot, being killed).
+    pub fn kill(&self) {
+        if let Some(kill) = lock(&self.kill).take() {
+            if self.exit_status().is_none()
+                && let Some(group) = self
+                    .pid
+                    .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+            {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+            let _ = kill.send(());
+        }
+        if let Endpoint::Unix(path) = &self.endpoint
+            && let Ok(target) = std::fs::read_link(path)
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_socket()) {
+                let _ = std::fs::remove_file(&target);
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The `ws://IP:PORT` of a stderr line `  listening on: ws://IP:PORT`.
+fn bound_address(line: &str) -> Option<String> {
+    let url = line.trim().strip_prefix("listening on:")?.trim();
+    url.starts_with("ws://").then(|| url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_address_is_read_from_codexs_banner() {
+        assert_eq!(
+            bound_address("  listening on: ws://127.0.0.1:33361"),
+            Some("ws://127.0.0.1:33361".to_string())
+        );
+        assert_eq!(
+            bound_address("  readyz: http://127.0.0.1:33361/readyz"),
+            None
+        );
+        assert_eq!(ListenAt::Unix("/w/s.sock".into()).url(), "unix:///w/s.sock");
+    }
+
+    /// A listener of the test's own: a fake app-server answering `initialize` over a
+    /// WebSocket on a unix socket, started by a shell that waits (for the process handling).
+    #[tokio::test]
+    async fn a_unix_listener_connects_over_a_websocket_and_is_killed() {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message as Frame;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fake.sock");
+        let socket = tokio::net::UnixListener::bind(&path).unwrap();
+        tokio::spawn(async move {
+            let (stream, _) = socket.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+            while let Some(Ok(Frame::Text(text))) = ws.next().await {
+                let call: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+                if let Some(id) = call.get("id") {
+                    let reply = serde_json::json!({"id": id, "result": {"userAgent": "fake"}});
+                    ws.send(Frame::text(reply.to_string())).await.unwrap();
+                }
+            }
+        });
+        // `sleep` refuses the app-server arguments and exits: the process handling runs, and
+        // the socket is the test's own.
+        let cmd = AppServerCommand {
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            label: "fake".into(),
+        };
+        let listener = Listener::spawn(&cmd, &ListenAt::Unix(path.clone()))
+            .await
+            .unwrap();
+        let app = listener.connect().await.unwrap();
+        assert_eq!(app.label(), "fake#1");
+        let result = app.initialize(false).await.unwrap();
+        assert_eq!(result["userAgent"], "fake");
+        listener.kill();
+        let mut rx = listener.exit_rx.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|e| e.is_some())).await;
+        assert!(listener.exit_status().is_some(), "the process was killed");
+    }
+}
