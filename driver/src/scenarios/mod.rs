@@ -195,3 +195,13 @@ pub fn listed_ids(list: &Value) -> Vec<String> {
         .filter_map(|t| t["id"].as_str().map(String::from))
         .collect()
 }
+
+/// The user texts of `request` that are a scenario's own prompts (those starting with
+/// "prompt"), in order: codex adds user messages of its own (the environment context).
+pub(crate) fn prompts_of(request: &CapturedRequest) -> Vec<String> {
+    request
+        .message_input_texts("user")
+        .into_iter()
+        .filter(|t| t.starts_with("prompt"))
+        .collect()
+}

@@ -354,8 +354,7 @@ async fn revert(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(page_ids(&kept), vec![ids[0].clone()], "turns after revert");
     turn_ok(&app, &thread, "prompt 3").await?;
     let requests = world.expect_requests(3).await?;
-    let users = requests[2].message_input_texts("user");
-    let prompts: Vec<&String> = users.iter().filter(|t| t.starts_with("prompt")).collect();
+    let prompts = super::prompts_of(&requests[2]);
     ensure_eq!(
         prompts,
         vec!["prompt 1", "prompt 3"],
@@ -400,8 +399,7 @@ async fn fork_before(ctx: &Ctx) -> anyhow::Result<()> {
     );
     turn_ok(&app, &fork, "prompt 3").await?;
     let requests = world.expect_requests(3).await?;
-    let users = requests[2].message_input_texts("user");
-    let prompts: Vec<&String> = users.iter().filter(|t| t.starts_with("prompt")).collect();
+    let prompts = super::prompts_of(&requests[2]);
     ensure_eq!(
         prompts,
         vec!["prompt 1", "prompt 3"],

@@ -243,9 +243,8 @@ async fn rollback(ctx: &Ctx) -> anyhow::Result<()> {
     ensure_eq!(turns, 1, "turns in the rollback result");
     turn_ok(&app, &thread, "prompt three").await?;
     let requests = world.expect_requests(3).await?;
-    let users = requests[2].message_input_texts("user");
     let assistants = requests[2].message_input_texts("assistant");
-    let prompts: Vec<&String> = users.iter().filter(|t| t.starts_with("prompt")).collect();
+    let prompts = super::prompts_of(&requests[2]);
     ensure_eq!(
         prompts,
         vec!["prompt one", "prompt three"],
