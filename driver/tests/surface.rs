@@ -1,6 +1,6 @@
 //! `codex-parity surface`: bad uses files exit 2 naming the line; `init` reads transcripts;
 //! and (feature `codex-parity`) `check` on the real 0.131.0 and 0.171.0, where
-//! `thread/rollback` is gone.
+//! `thread/rollback` is gone; a real run's coverage and the uses it exercised (`--report`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -147,4 +147,158 @@ fn exec_events_are_checked_against_the_golden_exec_streams() {
         !stdout.contains("line 1:"),
         "the answer item did not change: {stdout}"
     );
+}
+
+/// A real run's protocol coverage (`run --report DIR`, the executor's first scenarios on
+/// 0.171.0) is what its transcripts show, and `surface check --report DIR` tells the uses
+/// a scenario exercised from those only the schema checks: a file of exercised methods has
+/// no `?`, one naming a method the run never called has exactly that line.
+#[cfg(feature = "codex-parity")]
+#[test]
+fn a_real_runs_coverage_and_the_uses_it_exercised() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_codex-parity"))
+        .args([
+            "run",
+            "--codex-version",
+            "0.171.0",
+            "--filter",
+            "A1",
+            "--report",
+        ])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("protocol coverage codex 0.171.0: client requests "),
+        "{stdout}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap())
+            .unwrap();
+    let coverage = &results["coverage"][0];
+    assert_eq!(coverage["version"], "0.171.0");
+    let requests = &coverage["client_requests"]["stable"];
+    let exercised: Vec<&str> = requests["exercised"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    // What the transcripts hold: every client request answered on a connection.
+    let mut answered = std::collections::BTreeSet::new();
+    let mut files = Vec::new();
+    collect(&report.join("transcripts"), &mut files);
+    assert!(
+        !files.is_empty(),
+        "no transcripts under {}",
+        report.display()
+    );
+    for file in &files {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        for conn in doc["connections"].as_array().unwrap() {
+            for m in conn["messages"].as_array().unwrap() {
+                if matches!(m["type"].as_str(), Some("response" | "error")) {
+                    answered.insert(m["method"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    for method in ["initialize", "thread/start", "turn/start"] {
+        assert!(exercised.contains(&method), "{method} not in {exercised:?}");
+    }
+    for method in &exercised {
+        assert!(answered.contains(*method), "{method} is in no transcript");
+    }
+    let never = requests["never"].as_array().unwrap();
+    assert_eq!(
+        requests["listed"].as_u64().unwrap() as usize,
+        exercised.len() + never.len()
+    );
+    let unexercised = never[0].as_str().unwrap();
+
+    let report_arg = report.display().to_string();
+    let all = write(
+        dir.path(),
+        "all.txt",
+        "request thread/start result.thread.id\nrequest turn/start\n\
+         notification turn/completed turn.id\n",
+    );
+    let out = surface(&[
+        "check",
+        "--uses",
+        &all,
+        "--report",
+        &report_arg,
+        "0.171.0",
+        "0.171.0",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("(codex-0.171.0): 3 of 3 uses exercised by a scenario"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  = line 1: request thread/start: A1 "),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("  ? "), "{stdout}");
+
+    let some = write(
+        dir.path(),
+        "some.txt",
+        &format!("request thread/start\nrequest {unexercised}\n"),
+    );
+    let out = surface(&[
+        "check",
+        "--uses",
+        &some,
+        "--report",
+        &report_arg,
+        "0.171.0",
+        "0.171.0",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("1 of 2 uses exercised"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "  ? line 2: request {unexercised}: only schema-checked"
+        )),
+        "{stdout}"
+    );
+
+    // A run of another codex is refused, naming what it has.
+    let out = surface(&[
+        "check",
+        "--uses",
+        &some,
+        "--report",
+        &report_arg,
+        "0.131.0",
+        "0.161.0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("no column of codex 0.161.0 (it has 0.171.0)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[cfg(feature = "codex-parity")]
+fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
 }

@@ -13,6 +13,7 @@ use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::surface::{self, Surface, UseKind};
 use codex_parity::drift::{exec_surface, transcript};
 use codex_parity::harness::expectations::Expectations;
+use codex_parity::report::uses_coverage;
 
 /// The subcommands of `surface`.
 #[derive(Debug, clap::Subcommand)]
@@ -23,7 +24,11 @@ pub(crate) enum SurfaceCommand {
     /// request it makes; an exec event, field or value gone from the golden exec streams),
     /// 0 otherwise, 2 when FILE cannot be read (naming the line) or a codex cannot be had.
     ///
+    /// With --report DIR, the uses are also looked up in that run of B: each is either
+    /// exercised by named behaviour scenarios (`=`) or only schema-checked (`?`).
+    ///
     /// Example: codex-parity surface check --uses codex-uses.txt 0.131.0 0.171.0
+    ///          codex-parity surface check --uses codex-uses.txt --report out 0.131.0 0.171.0
     #[command(verbatim_doc_comment)]
     Check {
         /// The uses file: `KIND METHOD [FIELD ...]` per line (docs/surface.md).
@@ -35,6 +40,10 @@ pub(crate) enum SurfaceCommand {
         /// The codex to move to: a version or a path.
         #[arg(value_name = "B")]
         to: String,
+        /// A run's report directory (`run --report DIR`, or its results.json): also print
+        /// which uses a behaviour scenario exercised on B and which are only schema-checked.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Print a starting uses file from transcripts (`run --report DIR` writes them to
     /// DIR/transcripts): every client request answered without an error, notification,
@@ -53,7 +62,12 @@ pub(crate) enum SurfaceCommand {
 /// Runs one `surface` subcommand.
 pub(crate) async fn surface(command: SurfaceCommand) -> anyhow::Result<ExitCode> {
     match command {
-        SurfaceCommand::Check { uses, from, to } => check(&uses, &from, &to).await,
+        SurfaceCommand::Check {
+            uses,
+            from,
+            to,
+            report,
+        } => check(&uses, &from, &to, report.as_deref()).await,
         SurfaceCommand::Init { from } => {
             print!("{}", init(&from)?);
             Ok(ExitCode::SUCCESS)
@@ -61,8 +75,15 @@ pub(crate) async fn surface(command: SurfaceCommand) -> anyhow::Result<ExitCode>
     }
 }
 
-async fn check(uses: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
+async fn check(
+    uses: &Path,
+    from: &str,
+    to: &str,
+    report: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
     let uses = surface::read_uses(uses)?;
+    // The run is read before any codex is fetched: a wrong directory fails fast.
+    let run = report.map(codex_parity::report::read_dir).transpose()?;
     let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
     let a = binaries::resolve_spec(from, &cache, &progress).await?;
     let b = binaries::resolve_spec(to, &cache, &progress).await?;
@@ -72,6 +93,13 @@ async fn check(uses: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
     new.exec = exec_surface::observed(&expectations, &b.version)?;
     let changes = surface::check(&uses, &old, &new);
     print!("{}", surface::render(&uses, &changes, &old, &new));
+    if let (Some(run), Some(dir)) = (&run, report) {
+        let (label, list) = uses_coverage::of(run, &b.version, &uses)?;
+        print!(
+            "\n{}",
+            uses_coverage::render(&dir.display().to_string(), label, &list)
+        );
+    }
     Ok(if changes.iter().any(|c| c.incompatible) {
         ExitCode::from(1)
     } else {

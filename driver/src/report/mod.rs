@@ -18,6 +18,7 @@ pub mod matrix;
 pub mod sections;
 pub mod sinks;
 pub mod terminal;
+pub mod uses_coverage;
 
 use std::path::{Path, PathBuf};
 
