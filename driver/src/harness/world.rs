@@ -74,6 +74,11 @@ pub struct WorldOptions {
     /// `codex_parity_sidecar::wiremock::base_url`). The world's sidecar still runs and
     /// must then see no request.
     pub provider_url: Option<String>,
+    /// The provider takes codex's OpenAI auth (`requires_openai_auth = true` instead of an
+    /// `env_key`): after a ChatGPT login codex sends its access token as the bearer, and asks
+    /// the client to refresh it on a 401. `chatgpt_base_url` then points at a closed local
+    /// port, so the ChatGPT backend calls such a login makes fail at once and stay local.
+    pub openai_auth: bool,
 }
 
 /// The transport a world's provider offers codex (`transports.md` §1.1).
@@ -104,6 +109,7 @@ impl Default for WorldOptions {
             allow_autonomous_turns: false,
             allow_unpaired_turn_started: false,
             provider_url: None,
+            openai_auth: false,
         }
     }
 }
@@ -362,12 +368,23 @@ impl World {
         if let Some(limit) = o.auto_compact_token_limit {
             text.push_str(&format!("model_auto_compact_token_limit = {limit}\n"));
         }
+        if o.openai_auth {
+            text.push_str(&format!(
+                "chatgpt_base_url = \"{}/backend-api/\"\n",
+                home_template::NOWHERE
+            ));
+        }
         for line in &o.extra_config {
             text.push_str(line);
             text.push('\n');
         }
+        let auth = if o.openai_auth {
+            "requires_openai_auth = true"
+        } else {
+            "env_key = \"MOCK_API_KEY\""
+        };
         text.push_str(&format!(
-            "\n[model_providers.mock]\nname = \"{}\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
+            "\n[model_providers.mock]\nname = \"{}\"\nbase_url = \"{}\"\nwire_api = \"responses\"\n{auth}\nrequest_max_retries = {}\nstream_max_retries = {}\nstream_idle_timeout_ms = {}\n",
             o.provider_name,
             o.provider_url.as_deref().unwrap_or(self.sidecar.base_url()),
             o.request_max_retries,

@@ -38,6 +38,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::settings_updates::scenarios,
         scenarios::startup_reads::scenarios,
         scenarios::server_requests::scenarios,
+        scenarios::auth_refresh::scenarios,
         scenarios::model_notices::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,

@@ -3,7 +3,7 @@
 //! and declined, and a request withdrawn: an approval still pending when its turn is
 //! interrupted (`serverRequest/resolved` without an answer). Each scenario also asserts the
 //! `serverRequest/resolved` codex sends once a request is settled, and what the model is
-//! told. (MCP elicitation and the ChatGPT token refresh are not scripted yet.)
+//! told. The ChatGPT token refresh is in `auth_refresh`.
 
 use std::time::Duration;
 
