@@ -9,8 +9,8 @@
 //! (G24–G27), group H: `paged_history` (H1–H5), `settings_updates` (H6), `startup_reads`
 //! (H10–H16), `server_requests` (H20–H22), `auth_refresh` (H23–H25) and `model_notices`
 //! (H30–H33), and group X: `exec` (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists
-//! them all. An integrator's scenario files become scenarios of the same kind in the layer below (`crate::scenario_file`). Each
-//! group file declares its scenarios with
+//! them all. An integrator's scenario files become scenarios of the same kind in the layer
+//! below (`crate::scenario_file`). Each group file declares its scenarios with
 //! [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod approvals;
