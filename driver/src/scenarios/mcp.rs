@@ -93,10 +93,10 @@ pub fn scenarios() -> Vec<Scenario> {
 }
 
 /// The name codex knows the scripted server by (`[mcp_servers.parity]`).
-const SERVER: &str = "parity";
+pub(super) const SERVER: &str = "parity";
 
 /// The scripted MCP server's files in a world: its script and its capture.
-struct McpFiles {
+pub(super) struct McpFiles {
     capture: PathBuf,
 }
 
@@ -139,7 +139,7 @@ fn path_str(p: &Path) -> String {
 }
 
 /// The capture's lines so far.
-fn capture_lines(files: &McpFiles) -> anyhow::Result<Vec<Value>> {
+pub(super) fn capture_lines(files: &McpFiles) -> anyhow::Result<Vec<Value>> {
     let text = match std::fs::read_to_string(&files.capture) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -153,15 +153,16 @@ fn capture_lines(files: &McpFiles) -> anyhow::Result<Vec<Value>> {
         .collect()
 }
 
-/// A world with the scripted MCP server, `script` queued, an initialized app-server and a
-/// thread.
-async fn mcp_setup(
+/// A world of `options` with the scripted MCP server, `script` queued, an initialized app-server
+/// and a thread.
+pub(super) async fn mcp_setup(
     ctx: &Ctx,
+    options: WorldOptions,
     tools: Value,
     script: Vec<Scripted>,
     tool_timeout_sec: Option<u64>,
 ) -> anyhow::Result<(World, Arc<AppServer>, String, McpFiles)> {
-    let mut world = ctx.world(WorldOptions::default()).await?;
+    let mut world = ctx.world(options).await?;
     let files = add_mcp_server(ctx, &mut world, &tools, tool_timeout_sec)?;
     world.script(script).await?;
     let app = world.start().await?;
@@ -201,7 +202,11 @@ fn mcp_namespace(r: &CapturedRequest) -> anyhow::Result<Value> {
 
 /// Runs a first turn answered "ready" and returns the namespace its request offered the MCP
 /// tools under: the model then calls them as offered.
-async fn offered_namespace(world: &World, app: &AppServer, thread: &str) -> anyhow::Result<String> {
+pub(super) async fn offered_namespace(
+    world: &World,
+    app: &AppServer,
+    thread: &str,
+) -> anyhow::Result<String> {
     world
         .script(vec![Scripted::sse(bodies::assistant_reply(
             "resp-ready",
@@ -266,7 +271,7 @@ async fn calls_arrived(files: &McpFiles, n: usize, timeout: Duration) -> anyhow:
 }
 
 /// Finishes the world, then requires every MCP server process codex started to be gone.
-async fn finish(world: World, files: &McpFiles) -> anyhow::Result<()> {
+pub(super) async fn finish(world: World, files: &McpFiles) -> anyhow::Result<()> {
     let pids: Vec<u64> = capture_lines(files)?
         .iter()
         .filter(|l| l["event"] == "start")
@@ -291,7 +296,7 @@ async fn finish(world: World, files: &McpFiles) -> anyhow::Result<()> {
 }
 
 /// A request's output for `call_id`, with codex's measured wall time left out.
-fn output_of(r: &CapturedRequest, call_id: &str) -> Value {
+pub(super) fn output_of(r: &CapturedRequest, call_id: &str) -> Value {
     let output = r
         .function_call_output(call_id)
         .map(|o| o["output"].clone())
@@ -359,7 +364,8 @@ fn model_output(text: &str) -> Value {
 async fn tools_listed(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "unused"}))]});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "hi"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
+    let (world, app, thread, files) =
+        mcp_setup(ctx, WorldOptions::default(), tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let requests = world.expect_requests(1).await?;
@@ -472,7 +478,14 @@ async fn call_world(
     tool_timeout_sec: Option<u64>,
 ) -> anyhow::Result<(World, Arc<AppServer>, String, McpFiles)> {
     let tools = json!({"tools": [echo_tool(reply)]});
-    let (world, app, thread, files) = mcp_setup(ctx, tools, vec![], tool_timeout_sec).await?;
+    let (world, app, thread, files) = mcp_setup(
+        ctx,
+        WorldOptions::default(),
+        tools,
+        vec![],
+        tool_timeout_sec,
+    )
+    .await?;
     let namespace = offered_namespace(&world, &app, &thread).await?;
     world
         .script(vec![
@@ -599,7 +612,8 @@ const LIST_FAILURE: &str = "MCP startup failed: handshaking with MCP server fail
 async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "x"}))], "exitAtStart": 1});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "fine"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
+    let (world, app, thread, files) =
+        mcp_setup(ctx, WorldOptions::default(), tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     ensure_eq!(turn.final_response(), "fine", "final response");
@@ -649,7 +663,8 @@ async fn fails_to_start(ctx: &Ctx) -> anyhow::Result<()> {
 async fn status_list(ctx: &Ctx) -> anyhow::Result<()> {
     let tools = json!({"tools": [echo_tool(json!({"text": "x"}))]});
     let script = vec![Scripted::sse(bodies::assistant_reply("resp-1", "hi"))];
-    let (world, app, thread, files) = mcp_setup(ctx, tools, script, None).await?;
+    let (world, app, thread, files) =
+        mcp_setup(ctx, WorldOptions::default(), tools, script, None).await?;
     let turn = run_turn(&app, &thread, vec![text("hello")], &TurnOptions::default()).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let list = app

@@ -39,6 +39,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::startup_reads::scenarios,
         scenarios::server_requests::scenarios,
         scenarios::auth_refresh::scenarios,
+        scenarios::mcp_elicitation::scenarios,
         scenarios::model_notices::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,

@@ -6,7 +6,9 @@
 //!    "reply": {"text": "echoed"}},
 //!   {"name": "broken", "reply": {"error": "it broke"}},
 //!   {"name": "slow", "reply": {"text": "late", "delayMs": 30000}},
-//!   {"name": "dies", "reply": {"fault": "crash"}}
+//!   {"name": "dies", "reply": {"fault": "crash"}},
+//!   {"name": "ask", "reply": {"elicit": {"message": "Your name?", "requestedSchema":
+//!     {"type": "object", "properties": {"name": {"type": "string"}}}}}}
 //! ]}
 //! ```
 
@@ -61,6 +63,11 @@ pub struct McpReply {
     /// A fault instead of an answer.
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// Ask the client first: the params of an `elicitation/create` request the server
+    /// sends before answering (`message`, `requestedSchema`). The call is answered once the
+    /// client responds, with the text [`McpReply::elicited`] makes of its answer.
+    #[serde(default)]
+    pub elicit: Option<Value>,
 }
 
 /// A fault the server commits when a tool is called.
@@ -81,6 +88,13 @@ impl McpScript {
             let r = &tool.reply;
             if r.text.is_some() && r.error.is_some() {
                 bail!("tool {:?}: reply has both text and error", tool.name);
+            }
+            if r.elicit.is_some() && (r.text.is_some() || r.error.is_some() || r.fault.is_some()) {
+                bail!(
+                    "tool {:?}: an elicit reply is answered from the client's answer: no \
+                     text, error or fault",
+                    tool.name
+                );
             }
         }
         Ok(script)
@@ -135,6 +149,22 @@ impl McpReply {
     }
 }
 
+impl McpReply {
+    /// The text of a call answered after an elicitation: `elicitation ACTION CONTENT`, the
+    /// client's action and its content as JSON (`null` when it sent none), or
+    /// `elicitation error MESSAGE` when the client answered with an error.
+    pub fn elicited(answer: &Value) -> String {
+        if let Some(error) = answer.get("error") {
+            let message = error["message"].as_str().unwrap_or_default();
+            return format!("elicitation error {message}");
+        }
+        let result = &answer["result"];
+        let action = result["action"].as_str().unwrap_or("?");
+        let content = result.get("content").cloned().unwrap_or(Value::Null);
+        format!("elicitation {action} {content}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +198,20 @@ mod tests {
         assert!(McpScript::parse(r#"{"tool": []}"#).is_err());
         let both = r#"{"tools": [{"name": "x", "reply": {"text": "a", "error": "b"}}]}"#;
         assert!(McpScript::parse(both).is_err());
+        let elicit = r#"{"tools": [{"name": "x", "reply": {"text": "a", "elicit": {}}}]}"#;
+        assert!(McpScript::parse(elicit).is_err());
+    }
+
+    #[test]
+    fn an_elicitation_answer_becomes_the_calls_text() {
+        let accepted = json!({"id": 1, "result": {"action": "accept", "content": {"name": "Ada"}}});
+        assert_eq!(
+            McpReply::elicited(&accepted),
+            r#"elicitation accept {"name":"Ada"}"#
+        );
+        let declined = json!({"id": 1, "result": {"action": "decline"}});
+        assert_eq!(McpReply::elicited(&declined), "elicitation decline null");
+        let failed = json!({"id": 1, "error": {"code": -1, "message": "no"}});
+        assert_eq!(McpReply::elicited(&failed), "elicitation error no");
     }
 }

@@ -2,7 +2,7 @@
 //! ([`Session::handle`], pure and unit-tested) and the stdio loop that carries it out
 //! ([`serve`]): newline-delimited JSON on stdin and stdout, every message captured.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::script::{Fault, McpScript};
+use super::script::{Fault, McpReply, McpScript};
 
 /// The MCP protocol versions the server speaks, newest first; an `initialize` asking for
 /// another one is answered with the newest.
@@ -43,14 +43,22 @@ pub enum Action {
     Nothing,
 }
 
-/// One connection's view of the script.
-#[derive(Debug, Clone)]
+/// One connection's view of the script, and the calls waiting for the client's answer to
+/// an elicitation.
+#[derive(Debug)]
 pub struct Session {
     script: McpScript,
+    /// Elicitation request id (as JSON text) → the id of the `tools/call` it holds up.
+    eliciting: Mutex<HashMap<String, Value>>,
 }
 
 fn result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A successful `tools/call` result holding `text`.
+fn text_result(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false})
 }
 
 fn error(id: &Value, code: i64, message: &str) -> Value {
@@ -60,7 +68,10 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
 impl Session {
     /// A session serving `script`.
     pub fn new(script: McpScript) -> Session {
-        Session { script }
+        Session {
+            script,
+            eliciting: Mutex::default(),
+        }
     }
 
     /// The action for one line of input.
@@ -74,8 +85,19 @@ impl Session {
     /// The action for one message.
     pub fn handle(&self, message: &Value) -> Action {
         let Some(method) = message["method"].as_str() else {
-            // A response to a request of ours: we send none, so there is nothing to do.
-            return Action::Nothing;
+            // A response to a request of ours: an elicitation's answer releases its call.
+            let key = message["id"].to_string();
+            let call = self
+                .eliciting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key);
+            return match call {
+                Some(call) => {
+                    Action::Reply(result(&call, text_result(McpReply::elicited(message))))
+                }
+                None => Action::Nothing,
+            };
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
             if method == "notifications/cancelled" {
@@ -112,6 +134,15 @@ impl Session {
             return Action::Reply(error(id, -32602, &format!("unknown tool: {name}")));
         };
         let reply = &tool.reply;
+        if let Some(params) = &reply.elicit {
+            let ask = json!(format!("elicit-{id}"));
+            self.eliciting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(ask.to_string(), id.clone());
+            return Action::Reply(json!({"jsonrpc": "2.0", "id": ask,
+                "method": "elicitation/create", "params": params}));
+        }
         match reply.fault {
             Some(Fault::Crash) => Action::Crash,
             Some(Fault::Malformed) => Action::Malformed,
@@ -275,6 +306,31 @@ mod tests {
             }
             other => panic!("expected a delayed answer, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_elicit_call_asks_the_client_then_answers_with_its_answer() {
+        let script = McpScript::parse(
+            r#"{"tools": [{"name": "ask", "reply": {"elicit": {"message": "Name?",
+                "requestedSchema": {"type": "object"}}}}]}"#,
+        )
+        .unwrap();
+        let s = Session::new(script);
+        let call = json!({"jsonrpc":"2.0","id":5,"method":"tools/call",
+            "params":{"name": "ask", "arguments": {}}});
+        let ask = reply(s.handle(&call));
+        assert_eq!(ask["method"], "elicitation/create");
+        assert_eq!(ask["params"]["message"], "Name?");
+        let answer = json!({"jsonrpc":"2.0","id": ask["id"],
+            "result":{"action":"accept","content":{"name":"Ada"}}});
+        let done = reply(s.handle(&answer));
+        assert_eq!(done["id"], 5);
+        assert_eq!(
+            done["result"]["content"][0]["text"],
+            r#"elicitation accept {"name":"Ada"}"#
+        );
+        // The answer is used once; a stray response is ignored.
+        assert_eq!(s.handle(&answer), Action::Nothing);
     }
 
     #[test]
