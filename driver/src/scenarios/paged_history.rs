@@ -1,7 +1,8 @@
-//! Paginated history (group H, H1–H5): a thread whose history is paged with
+//! Paginated history (group H, H1–H5, H7): a thread whose history is paged with
 //! `thread/turns/list` and `thread/items/list` cursors, `thread/revert` before a turn and
 //! `thread/fork` before a turn, as integrators call them since paginated history became
-//! the default.
+//! the default; and (H7) the refusal of a second app-server writing a thread the first
+//! holds.
 
 use std::time::Duration;
 
@@ -74,6 +75,16 @@ pub fn scenarios() -> Vec<Scenario> {
             c.needs_fork_before_turn()?;
             c.require_methods(&["thread/turns/list"])
         }),
+        scenario!(
+            "second_writer_refused",
+            "H7",
+            "a second app-server on the same home that resumes a thread the first still has \
+             loaded is refused (JSON-RPC -32600: the thread already has an active writer), \
+             so a turn from it finds no thread; the first app-server's next turn on the \
+             thread completes",
+            second_writer
+        )
+        .applies(|c| c.require_methods(&["thread/resume"])),
     ]
 }
 
@@ -405,5 +416,60 @@ async fn fork_before(ctx: &Ctx) -> anyhow::Result<()> {
         vec!["prompt 1", "prompt 3"],
         "user prompts of the fork's first request"
     );
+    world.finish().await
+}
+
+async fn second_writer(ctx: &Ctx) -> anyhow::Result<()> {
+    let script = vec![reply(1, "answer 1"), reply(2, "answer 2")];
+    let (mut world, app, thread, _) =
+        setup_with(ctx, Default::default(), script, json!({})).await?;
+    turn_ok(&app, &thread, "prompt 1").await?;
+    let second = world.start().await?;
+    let resumed = second.thread_resume(&thread, json!({})).await;
+    match resumed {
+        Ok(_) => {
+            // Both hold the thread: what the second one's turn does is the drift's to show.
+            world.script(vec![reply(3, "answer 3")]).await?;
+            let turn = run_turn(
+                &second,
+                &thread,
+                vec![text("from the second")],
+                &TurnOptions::default(),
+            )
+            .await;
+            let status = turn.map_or_else(
+                |e| format!("error: {e:#}"),
+                |t| t.status.as_str().to_string(),
+            );
+            ctx.drift(
+                "writer.second_resume",
+                json!("resumed"),
+                format!(
+                    "a second app-server resumed a thread the first has loaded; its turn: {status}"
+                ),
+            );
+        }
+        Err(e) => {
+            let error = e
+                .rpc()
+                .cloned()
+                .with_context(|| format!("thread/resume from the second app-server: {e}"))?;
+            ensure_eq!(error.code, -32600, "the refusal's code");
+            ensure!(
+                error.message.contains("active writer"),
+                "the refusal does not name an active writer: {}",
+                error.message
+            );
+            ctx.observe(format!("the refusal: {}", error.message));
+            let turn = rpc_error(
+                second
+                    .turn_start(&thread, vec![text("from the second")], json!({}))
+                    .await,
+                "turn/start from the refused app-server",
+            )?;
+            ctx.observe(format!("its turn/start: {} {}", turn.code, turn.message));
+        }
+    }
+    turn_ok(&app, &thread, "prompt 2").await?;
     world.finish().await
 }
