@@ -1,6 +1,6 @@
 //! Reasoning events (`parity-scenarios.md` E13): a reasoning item streamed by the model
 //! reaches the client as summary deltas and a completed `reasoning` item, and goes back to
-//! the model in the next request.
+//! the model in the next request; and (H34) a second summary part and raw reasoning text.
 //!
 //! The stream opens the reasoning item with `response.output_item.added` before the
 //! summary delta, as the Responses API does: without it no version routes the delta (the
@@ -20,12 +20,84 @@ use crate::scenario;
 
 /// The group's scenarios.
 pub fn scenarios() -> Vec<Scenario> {
-    vec![scenario!(
-        "reasoning_events_and_echo",
-        "E13",
-        "reasoning summary deltas and item reach the client; the item goes back to the model",
-        reasoning
-    )]
+    vec![
+        scenario!(
+            "reasoning_events_and_echo",
+            "E13",
+            "reasoning summary deltas and item reach the client; the item goes back to the \
+             model",
+            reasoning
+        ),
+        scenario!(
+            "reasoning_summary_parts_and_raw_text",
+            "H34",
+            "a reasoning item streamed with a second summary part \
+             (response.reasoning_summary_part.added) and raw reasoning text deltas reaches \
+             the client as item/reasoning/summaryPartAdded (itemId, summaryIndex 1) and \
+             item/reasoning/textDelta (itemId, the delta, contentIndex 0), and the completed \
+             item holds both summaries and the raw text",
+            parts_and_raw
+        )
+        .applies(|c| {
+            c.needs_notification(PART_ADDED)?;
+            c.needs_notification(TEXT_DELTA)
+        }),
+    ]
+}
+
+/// The notification of a new reasoning summary part.
+const PART_ADDED: &str = "item/reasoning/summaryPartAdded";
+
+/// The notification of a raw reasoning text delta.
+const TEXT_DELTA: &str = "item/reasoning/textDelta";
+
+async fn parts_and_raw(ctx: &Ctx) -> anyhow::Result<()> {
+    let script = vec![Scripted::sse(vec![
+        events::response_created("resp-1"),
+        events::reasoning_item_added("rs-1", &[]),
+        events::reasoning_summary_text_delta("first"),
+        json!({"type": "response.reasoning_summary_part.added", "item_id": "rs-1",
+               "output_index": 0, "summary_index": 1,
+               "part": {"type": "summary_text", "text": ""}}),
+        json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs-1",
+               "delta": "second", "summary_index": 1}),
+        events::reasoning_text_delta("raw thought"),
+        events::reasoning_item("rs-1", &["first", "second"], &["raw thought"]),
+        events::assistant_message("m1", "done"),
+        events::completed("resp-1"),
+    ])];
+    let (world, app, thread) = setup(ctx, script).await?;
+    let turn = run_turn(&app, &thread, vec![text("think")], &TurnOptions::default()).await?;
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
+    let parts: Vec<_> = turn
+        .notifications(PART_ADDED)
+        .into_iter()
+        .map(|p| json!([p["itemId"], p["summaryIndex"]]))
+        .collect();
+    ctx.expect(
+        "reasoning.summary_parts_added",
+        json!([["rs-1", 1]]),
+        json!(parts),
+    );
+    let raw: Vec<_> = turn
+        .notifications(TEXT_DELTA)
+        .into_iter()
+        .map(|p| json!([p["itemId"], p["delta"], p["contentIndex"]]))
+        .collect();
+    ctx.expect(
+        "reasoning.raw_text_deltas",
+        json!([["rs-1", "raw thought", 0]]),
+        json!(raw),
+    );
+    let items = turn.completed_items("reasoning");
+    ensure_eq!(items.len(), 1, "completed reasoning items");
+    ctx.expect(
+        "reasoning.completed_item",
+        json!({"summary": ["first", "second"], "content": ["raw thought"]}),
+        json!({"summary": items[0]["summary"], "content": items[0]["content"]}),
+    );
+    world.expect_requests(1).await?;
+    world.finish().await
 }
 
 /// The opaque reasoning state the mock hands codex.
