@@ -1,8 +1,9 @@
 //! The harness under stress with the real codex (feature `codex-parity`): after the whole
 //! parity suite and after a run stopped with Ctrl-C, no `codex` or sidecar process of the
 //! run is left, its temporary `CODEX_HOME`s and workspaces are gone and nothing was
-//! written to `$HOME` or the repository; `--keep` keeps the world; a sidecar killed in the
-//! middle of a turn is reported as the cause.
+//! written to `$HOME` or the repository; a run killed with SIGKILL is cleaned up by the
+//! next; `--keep` keeps the world; a sidecar killed in the middle of a turn is reported as
+//! the cause.
 //!
 //! The codex binary: the last of `CODEX_TEST_BINS`, else the pinned version (installed on
 //! demand).
@@ -95,6 +96,58 @@ fn ctrl_c_in_the_middle_of_real_scenarios_leaves_nothing() {
         assert_eq!(output.status.code(), Some(130), "{all}");
         assert!(all.contains("codex-parity: interrupted; stopped "), "{all}");
         sandbox.assert_clean("after Ctrl-C");
+    });
+}
+
+/// A run killed with SIGKILL (a CI job's timeout) cannot clean up: no process of it is
+/// left, but its run directory stays in `TMPDIR`, with the worlds in it. The next run
+/// removes it (its lock died with the run) and leaves `TMPDIR` empty at its end.
+#[test]
+fn a_run_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
+    let codex = codex_path();
+    let codex = codex.to_str().expect("utf-8 path");
+    let sandbox = Sandbox::with_real_baselines();
+    without_touching_the_repository("a run killed with SIGKILL", || {
+        let mut child = sandbox.spawn(&[
+            "run",
+            "--codex-bin",
+            codex,
+            "--filter",
+            "E14",
+            "--jobs",
+            "2",
+        ]);
+        sandbox.wait_for_running("app-server", 2, Duration::from_secs(30));
+        support::signal(child.id(), Signal::KILL);
+        child.wait().expect("the killed run");
+        let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+        assert!(
+            left.is_empty(),
+            "processes left by the killed run: {left:?}"
+        );
+        let run_dirs: Vec<String> = std::fs::read_dir(&sandbox.tmp)
+            .expect("TMPDIR")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            run_dirs.len() == 1 && run_dirs[0].starts_with("codex-parity-run-"),
+            "the killed run left {run_dirs:?}, not one run directory"
+        );
+        assert!(
+            Sandbox::leftovers(&sandbox.tmp)
+                .iter()
+                .any(|p| p.ends_with("codex-home")),
+            "the killed run's directory holds no world"
+        );
+        let (output, _) = sandbox.run(&["run", "--codex-bin", codex, "--filter", "A1"]);
+        let all = support::text(&output);
+        assert_eq!(output.status.code(), Some(0), "{all}");
+        assert!(
+            all.contains("codex-parity: removed 1 directory(ies) of killed runs from "),
+            "{all}"
+        );
+        sandbox.assert_clean("after the run that followed the killed one");
     });
 }
 

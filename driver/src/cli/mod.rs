@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use codex_parity::harness::run_dir;
 
 use bench::BenchArgs;
 use bisect::BisectArgs;
@@ -403,6 +404,18 @@ impl Cli {
             eprintln!("codex-parity: error: {e:#}");
             return ExitCode::from(2);
         }
+        // Removed when this returns; left by a SIGKILL, removed by the next run.
+        let _run_dir = if self.command.makes_worlds() {
+            match claim_run_dir() {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    eprintln!("codex-parity: error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else {
+            None
+        };
         match self.command {
             Command::Sidecar { args } => sidecar::sidecar(args),
             Command::List { markdown, sources } => list::list(markdown, &sources),
@@ -435,6 +448,41 @@ impl Cli {
             }
         }
     }
+}
+
+impl Command {
+    /// Whether the command starts codex or makes temporary directories for it: it then
+    /// works in a run directory of its own ([`run_dir`]).
+    fn makes_worlds(&self) -> bool {
+        matches!(
+            self,
+            Command::Run(_)
+                | Command::Record(_)
+                | Command::ClientCheck(_)
+                | Command::Bench(_)
+                | Command::Bisect(_)
+                | Command::SchemaDiff { .. }
+                | Command::Surface { .. }
+                | Command::Sweep(_)
+        )
+    }
+}
+
+/// Claims this process's run directory in the temporary directory (removing those of
+/// killed runs, said on stderr) and makes it where every temporary directory goes.
+fn claim_run_dir() -> anyhow::Result<run_dir::RunDir> {
+    let parent = std::env::temp_dir();
+    let (dir, removed) = run_dir::RunDir::claim(&parent)?;
+    if !removed.is_empty() {
+        eprintln!(
+            "codex-parity: removed {} directory(ies) of killed runs from {}",
+            removed.len(),
+            parent.display()
+        );
+    }
+    // Set once per process; a second claim (none today) keeps the first.
+    let _ = tempfile::env::override_temp_dir(dir.path());
+    Ok(dir)
 }
 
 /// Runs `fut` on a new tokio runtime; an error is printed and exits with 2.

@@ -17,6 +17,7 @@ pub mod home_template;
 pub mod outcome;
 pub mod pending;
 pub mod proxy;
+pub mod run_dir;
 pub mod runner;
 pub mod scenario;
 pub mod shard;

@@ -305,9 +305,16 @@ impl World {
         options: WorldOptions,
         tally: Arc<Tally>,
     ) -> anyhow::Result<World> {
+        // A kept world goes to the system's temporary directory, not the run's (removed at
+        // the run's end, see `run_dir`).
+        let parent = if settings.keep {
+            std::env::temp_dir()
+        } else {
+            tempfile::env::temp_dir()
+        };
         let dir = tempfile::Builder::new()
             .prefix("codex-parity-")
-            .tempdir()
+            .tempdir_in(&parent)
             .context("creating the scenario's temporary directory")?;
         let root = dir
             .path()

@@ -1,0 +1,125 @@
+//! The run's own temporary directory, and the removal of those whose run died.
+//!
+//! A command that starts worlds first claims `TMPDIR/codex-parity-run-XXXXXX`: it holds an
+//! exclusive lock on the directory's `.lock` for as long as the process lives, and every
+//! temporary directory the process makes (worlds, codex homes, schema files) goes inside it
+//! ([`tempfile::env::override_temp_dir`]). A normal end removes it. A run killed with
+//! SIGKILL leaves it behind, but its lock dies with it: the next claim removes every
+//! `codex-parity-run-*` whose lock it can take, and never one a live run holds. A directory
+//! still without a lock file (a run between making it and locking it) is left alone until
+//! it is a minute old.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+
+/// The name every run directory starts with.
+pub const PREFIX: &str = "codex-parity-run-";
+
+/// The lock file inside a run directory.
+const LOCK: &str = ".lock";
+
+/// How old a run directory without a lock file must be before it counts as abandoned.
+const UNLOCKED_GRACE: Duration = Duration::from_secs(60);
+
+/// This process's run directory; dropping it removes the directory.
+#[derive(Debug)]
+pub struct RunDir {
+    /// The lock, held while the process lives (released just before `dir` is removed).
+    _lock: File,
+    dir: tempfile::TempDir,
+}
+
+impl RunDir {
+    /// Removes the directories of dead runs under `parent`, then makes and locks this run's
+    /// there. Returns it and the directories removed.
+    pub fn claim(parent: &Path) -> anyhow::Result<(RunDir, Vec<PathBuf>)> {
+        let removed = sweep(parent);
+        let dir = tempfile::Builder::new()
+            .prefix(PREFIX)
+            .tempdir_in(parent)
+            .with_context(|| format!("creating a run directory in {}", parent.display()))?;
+        let path = dir.path().join(LOCK);
+        let lock = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        lock.try_lock()
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("locking {}", path.display()))?;
+        Ok((RunDir { _lock: lock, dir }, removed))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Removes every run directory under `parent` whose run is dead (its lock free, or no lock
+/// file after [`UNLOCKED_GRACE`]); returns those removed. Errors are skipped: a directory
+/// that cannot be read or removed now is tried again by the next run.
+pub fn sweep(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_run = entry.file_name().to_string_lossy().starts_with(PREFIX)
+            && entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_run && abandoned(&path) && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed.sort();
+    removed
+}
+
+/// Whether the run of `dir` is dead: its lock can be taken (a live run holds it), or it
+/// has no lock file and is older than [`UNLOCKED_GRACE`].
+fn abandoned(dir: &Path) -> bool {
+    match File::open(dir.join(LOCK)) {
+        Ok(file) => file.try_lock().is_ok(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::metadata(dir)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age > UNLOCKED_GRACE),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_run_is_kept_and_a_dead_one_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let (live, removed) = RunDir::claim(parent.path()).unwrap();
+        assert!(removed.is_empty());
+        // A dead run: its lock file exists but nobody holds it.
+        let dead = parent.path().join(format!("{PREFIX}dead"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(LOCK), "").unwrap();
+        std::fs::write(dead.join("world"), "left by a killed run").unwrap();
+        // Not ours: another prefix is never touched.
+        let other = parent.path().join("codex-parity-other");
+        std::fs::create_dir(&other).unwrap();
+        // A run that has not locked yet: too young to count as dead.
+        let young = parent.path().join(format!("{PREFIX}young"));
+        std::fs::create_dir(&young).unwrap();
+        let (second, removed) = RunDir::claim(parent.path()).unwrap();
+        assert_eq!(removed, std::slice::from_ref(&dead));
+        assert!(!dead.exists());
+        assert!(live.path().exists(), "a live run's directory was removed");
+        assert!(other.exists() && young.exists());
+        let (live_path, second_path) = (live.path().to_path_buf(), second.path().to_path_buf());
+        drop(live);
+        drop(second);
+        assert!(
+            !live_path.exists() && !second_path.exists(),
+            "dropping removes it"
+        );
+    }
+}
