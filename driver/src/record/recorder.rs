@@ -99,9 +99,11 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
     let upstream = Upstream::parse(&o.upstream)?;
     reachable(&upstream).await?;
     let proxy = ModelProxy::start(upstream).await?;
+    // In the system's temporary directory, not the run's (`harness::run_dir`): the recording
+    // may be kept past the process (`--keep`, a rejected recording).
     let dir = tempfile::Builder::new()
         .prefix("codex-parity-record-")
-        .tempdir()
+        .tempdir_in(std::env::temp_dir())
         .context("creating the recording's directory")?;
     let (home, session, bin) = (
         dir.path().join("codex-home"),
