@@ -38,6 +38,20 @@ async fn target() -> Target {
     support::target_of(binary).await
 }
 
+/// Starts a run of E14 (E14n and E14p retry for seconds: a signal lands inside running
+/// turns), two scenarios at once.
+fn spawn_e14(sandbox: &Sandbox, codex: &str) -> std::process::Child {
+    sandbox.spawn(&[
+        "run",
+        "--codex-bin",
+        codex,
+        "--filter",
+        "E14",
+        "--jobs",
+        "2",
+    ])
+}
+
 fn codex_path() -> PathBuf {
     tokio::runtime::Runtime::new()
         .expect("a runtime")
@@ -80,15 +94,7 @@ fn ctrl_c_in_the_middle_of_real_scenarios_leaves_nothing() {
     let sandbox = Sandbox::with_real_baselines();
     without_touching_the_repository("a run stopped with Ctrl-C", || {
         // E14n and E14p retry for seconds: the signal lands inside running turns.
-        let child = sandbox.spawn(&[
-            "run",
-            "--codex-bin",
-            codex,
-            "--filter",
-            "E14",
-            "--jobs",
-            "2",
-        ]);
+        let child = spawn_e14(&sandbox, codex);
         sandbox.wait_for_running("app-server", 2, Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(500));
         let output = support::interrupt(child, Duration::from_secs(15));
@@ -108,15 +114,7 @@ fn a_run_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
     let codex = codex.to_str().expect("utf-8 path");
     let sandbox = Sandbox::with_real_baselines();
     without_touching_the_repository("a run killed with SIGKILL", || {
-        let mut child = sandbox.spawn(&[
-            "run",
-            "--codex-bin",
-            codex,
-            "--filter",
-            "E14",
-            "--jobs",
-            "2",
-        ]);
+        let mut child = spawn_e14(&sandbox, codex);
         sandbox.wait_for_running("app-server", 2, Duration::from_secs(30));
         support::signal(child.id(), Signal::KILL);
         child.wait().expect("the killed run");

@@ -173,7 +173,7 @@ async fn what_one_world_makes_is_invisible_in_the_next() {
         .await
         .unwrap();
     assert_eq!(tree(&next.home), ["config.toml"], "a new world's home");
-    let app = next.spawn().unwrap();
+    let app = next.spawn().await.unwrap();
     let mut expected = template_files.clone();
     let config = std::fs::read(next.home.join("config.toml")).unwrap();
     expected.insert("config.toml".into(), config);

@@ -276,6 +276,8 @@ pub struct AppServer {
     kill: Mutex<Option<oneshot::Sender<()>>>,
     exit_rx: watch::Receiver<Option<ChildExit>>,
     pid: Option<u32>,
+    /// Set by [`AppServer::kill`] when the process or connection was still running.
+    cut: AtomicBool,
     /// Turn ids `turn/start` returned on this connection, kept for the turn layer (which
     /// records them: the client itself knows no method).
     pub(crate) started_turns: StartedTurns,
@@ -401,6 +403,7 @@ impl AppServer {
             kill: Mutex::new(Some(kill)),
             exit_rx,
             pid,
+            cut: AtomicBool::new(false),
             started_turns: StartedTurns::default(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
         }
@@ -633,6 +636,9 @@ impl AppServer {
     /// the exit shows in [`AppServer::exit_status`].
     pub fn kill(&self) {
         if let Some(kill) = lock(&self.kill).take() {
+            if self.exit_status().is_none() {
+                self.cut.store(true, Ordering::SeqCst);
+            }
             // The group id is the child's pid, valid until the child is reaped.
             if !self.shared.reaped.load(Ordering::SeqCst)
                 && let Some(group) = self
@@ -643,6 +649,12 @@ impl AppServer {
             }
             let _ = kill.send(());
         }
+    }
+
+    /// Whether the client cut the process or connection ([`AppServer::kill`]) while it was
+    /// still running: what it had in flight then could not reach the client.
+    pub fn was_cut(&self) -> bool {
+        self.cut.load(Ordering::SeqCst)
     }
 
     /// Whether the process has exited, and how.

@@ -7,7 +7,9 @@
 //! address for port 0 is printed on stderr as `  listening on: ws://IP:PORT` (even with
 //! `RUST_LOG=warn`); stdin is not served and its end does not stop the process; from some
 //! release after 0.150.1 (0.161.0 has it) `unix://PATH` makes PATH a symbolic link to a
-//! socket in `/tmp/codex-daemon-UID/`, which [`Listener`] removes after killing codex.
+//! socket in `/tmp/codex-daemon-UID/` (with a `.lock` file beside it), both of which
+//! [`Listener`] removes after killing codex. A plain HTTP request to a ws:// listener
+//! ([`Listener::http_get`]) reaches its `/readyz` and `/healthz`.
 //!
 //! The process runs in its own process group, killed with it when the [`Listener`] is
 //! killed or dropped.
@@ -48,6 +50,9 @@ pub enum ListenAt {
     WebSocket,
     /// `--listen unix://PATH`.
     Unix(PathBuf),
+    /// `--listen unix://`: the control socket codex makes at this path, in its `CODEX_HOME`
+    /// (see [`crate::app_server::proxy::control_socket`]).
+    ControlSocket(PathBuf),
 }
 
 impl ListenAt {
@@ -56,6 +61,7 @@ impl ListenAt {
         match self {
             ListenAt::WebSocket => "ws://127.0.0.1:0".into(),
             ListenAt::Unix(path) => format!("unix://{}", path.display()),
+            ListenAt::ControlSocket(_) => "unix://".into(),
         }
     }
 }
@@ -146,7 +152,7 @@ impl Listener {
                     _ => bail!(listener.failed("print its ws:// address")),
                 }
             }
-            ListenAt::Unix(path) => {
+            ListenAt::Unix(path) | ListenAt::ControlSocket(path) => {
                 while !path.exists() {
                     if tokio::time::Instant::now() > deadline || listener.exit_status().is_some() {
                         bail!(listener.failed(&format!("create {}", path.display())));
@@ -270,6 +276,46 @@ impl Listener {
         }
     }
 
+    /// A plain HTTP/1.1 `GET path` to a ws:// listener with `headers`, bounded by
+    /// [`CONNECT_TIMEOUT`]: its status and body (read to the connection's end).
+    pub async fn http_get(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<(u16, String)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Endpoint::WebSocket(url) = &self.endpoint else {
+            bail!("{}: an HTTP request needs a ws:// listener", self.label);
+        };
+        let address = url.trim_start_matches("ws://").trim_end_matches('/');
+        let work = async {
+            let mut stream = tokio::net::TcpStream::connect(address)
+                .await
+                .with_context(|| format!("connecting to {address}"))?;
+            let mut request =
+                format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+            for (name, value) in headers {
+                request.push_str(&format!("{name}: {value}\r\n"));
+            }
+            request.push_str("\r\n");
+            stream.write_all(request.as_bytes()).await?;
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await?;
+            anyhow::Ok(String::from_utf8_lossy(&answer).into_owned())
+        };
+        let answer = tokio::time::timeout(CONNECT_TIMEOUT, work)
+            .await
+            .with_context(|| {
+                format!(
+                    "{}: GET {path}: no answer within {CONNECT_TIMEOUT:?}",
+                    self.label
+                )
+            })?
+            .with_context(|| format!("{}: GET {path}", self.label))?;
+        http_status(&answer)
+            .with_context(|| format!("{}: GET {path}: not an HTTP answer: {answer:?}", self.label))
+    }
+
     /// Kills the process group now (SIGKILL) and removes the socket a unix listener's
     /// PATH links to (codex cannot, being killed).
     pub fn kill(&self) {
@@ -289,6 +335,9 @@ impl Listener {
             use std::os::unix::fs::FileTypeExt;
             if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_socket()) {
                 let _ = std::fs::remove_file(&target);
+                let mut lock = target.into_os_string();
+                lock.push(".lock");
+                let _ = std::fs::remove_file(lock);
             }
         }
     }
@@ -298,6 +347,13 @@ impl Drop for Listener {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The status and body of a whole HTTP/1.1 answer (`HTTP/1.1 200 OK\r\n…\r\n\r\nbody`).
+fn http_status(answer: &str) -> Option<(u16, String)> {
+    let status = answer.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Some((status, body.to_string()))
 }
 
 /// The `ws://IP:PORT` of a stderr line `  listening on: ws://IP:PORT`.
@@ -321,6 +377,17 @@ mod tests {
             None
         );
         assert_eq!(ListenAt::Unix("/w/s.sock".into()).url(), "unix:///w/s.sock");
+    }
+
+    #[test]
+    fn an_http_answer_gives_its_status_and_body() {
+        let answer = "HTTP/1.1 400 Bad Request\r\ncontent-length: 5\r\n\r\nno up";
+        assert_eq!(http_status(answer), Some((400, "no up".to_string())));
+        assert_eq!(
+            http_status("HTTP/1.1 200 OK\r\n\r\n"),
+            Some((200, String::new()))
+        );
+        assert_eq!(http_status("SSH-2.0"), None);
     }
 
     /// A listener of the test's own: a fake app-server answering `initialize` over a

@@ -1,6 +1,7 @@
 //! What a codex binary supports, read from the binary itself: the protocol schema that
 //! `codex app-server generate-json-schema` prints, with and without `--experimental`, and
-//! the flags `codex exec --help` lists ([`crate::codex::exec_flags`]).
+//! the flags `codex exec --help` and `codex app-server --help` list
+//! ([`crate::codex::exec_flags`], [`crate::codex::app_server_flags`]).
 //!
 //! Scenarios decide "not applicable" from this, never from a table of version numbers.
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::codex::app_server_flags::AppServerFlags;
 use crate::codex::binaries::CodexBinary;
 use crate::codex::conformance::Conformance;
 use crate::codex::exec_flags::ExecFlags;
@@ -40,6 +42,9 @@ pub struct Capabilities {
     pub conformance: Option<Arc<Conformance>>,
     /// What `codex exec` accepts; `None` when its help could not be read (said on stderr).
     pub exec: Option<ExecFlags>,
+    /// What `codex app-server` offers besides stdio; `None` when its help could not be read
+    /// (said on stderr).
+    pub app_server: Option<AppServerFlags>,
 }
 
 impl Capabilities {
@@ -67,6 +72,13 @@ impl Capabilities {
                 binary.label()
             ),
         }
+        match AppServerFlags::detect(binary).await {
+            Ok(flags) => caps.app_server = Some(flags),
+            Err(e) => eprintln!(
+                "codex-parity: {}: its app-server listeners are unknown: {e:#}",
+                binary.label()
+            ),
+        }
         Ok(caps)
     }
 
@@ -83,6 +95,7 @@ impl Capabilities {
             types: experimental.types,
             conformance: None,
             exec: None,
+            app_server: None,
         }
     }
 
@@ -294,6 +307,28 @@ impl Capabilities {
         self.exec
             .as_ref()
             .ok_or_else(|| "the help of codex exec could not be read".to_string())
+    }
+
+    /// `codex app-server --listen` supports `scheme` (`ws`, `unix`; group I).
+    pub fn needs_listen(&self, scheme: &str) -> Result<(), String> {
+        self.app_server_flags()?.require_listen(scheme)
+    }
+
+    /// `codex app-server --ws-auth` takes `mode` and `--listen` supports `ws` (group I).
+    pub fn needs_ws_auth(&self, mode: &str) -> Result<(), String> {
+        self.needs_listen("ws")?;
+        self.app_server_flags()?.require_ws_auth(mode)
+    }
+
+    /// `codex app-server` has the subcommand `command` (`daemon`, `proxy`; group I).
+    pub fn needs_app_server_command(&self, command: &str) -> Result<(), String> {
+        self.app_server_flags()?.require_command(command)
+    }
+
+    fn app_server_flags(&self) -> Result<&AppServerFlags, String> {
+        self.app_server
+            .as_ref()
+            .ok_or_else(|| "the help of codex app-server could not be read".to_string())
     }
 
     /// The binary's schema lists the server notification `method` (e.g. `model/rerouted`).

@@ -1,14 +1,16 @@
 //! The codex layer: a codex binary (probe and version), where it comes from (resolution,
-//! npm install, the cache), what it supports (its protocol schema, its exec flags and the
-//! capabilities read from them) and how two binaries differ (schema diff). Knows nothing of
+//! npm install, the cache), what it supports (its protocol schema, the help of its `exec` and `app-server` commands
+//! and the capabilities read from them) and how two binaries differ (schema diff). Knows nothing of
 //! scenarios.
 
+pub mod app_server_flags;
 pub mod binaries;
 pub mod binary;
 pub mod capabilities;
 pub mod conformance;
 pub mod exec_flags;
 pub mod fingerprint;
+pub mod help;
 pub mod install;
 pub mod schema;
 pub mod schema_cache;

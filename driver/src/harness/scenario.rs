@@ -14,7 +14,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::outcome::Drift;
 pub use crate::harness::tally::Tally;
-use crate::harness::world::{Settings, Transport, World, WorldOptions};
+use crate::harness::world::{Listen, Settings, Transport, World, WorldOptions};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -47,6 +47,10 @@ pub struct Scenario {
     /// own choice; `WebSocket` makes all of them offer the Responses WebSocket (a twin of an
     /// HTTP scenario, see [`Scenario::over_websocket`]).
     pub transport: Transport,
+    /// How every world of the scenario's app-servers talk to their client: `Stdio` leaves
+    /// each world's own choice; a listener makes all of them one (a twin of a stdio scenario
+    /// over `codex app-server --listen`, see [`Scenario::over_listener`]).
+    pub listen: Listen,
     /// The golden expectations it keeps, declared with the scenario.
     pub golden: GoldenKinds,
 }
@@ -98,6 +102,7 @@ impl Scenario {
             run: Arc::new(run),
             timeout: Duration::from_secs(60),
             transport: Transport::Http,
+            listen: Listen::Stdio,
             golden: GoldenKinds::default(),
         }
     }
@@ -111,6 +116,25 @@ impl Scenario {
             id,
             transport: Transport::WebSocket,
             golden: GoldenKinds::default(),
+            ..self
+        }
+    }
+
+    /// The same scenario run with its app-servers behind `codex app-server --listen` over
+    /// `listen` in every world, under another name and id (group I): its twin for a client
+    /// of the listener, which keeps no golden expectation of its own and applies only where
+    /// the binary's `app-server --help` lists the listener.
+    pub fn over_listener(self, name: &'static str, id: &'static str, listen: Listen) -> Scenario {
+        let applies = self.applies.clone();
+        Scenario {
+            name,
+            id,
+            listen,
+            golden: GoldenKinds::default(),
+            applies: Arc::new(move |caps: &Capabilities| {
+                caps.needs_listen(listen.scheme())?;
+                applies(caps)
+            }),
             ..self
         }
     }
@@ -230,11 +254,15 @@ impl Ctx {
     }
 
     /// A fresh world. The scenario must end it with [`World::finish`]. A scenario run over
-    /// the WebSocket ([`Scenario::over_websocket`]) offers it in every world it makes.
+    /// the WebSocket ([`Scenario::over_websocket`]) offers it in every world it makes; one
+    /// over a listener ([`Scenario::over_listener`]) listens so in every world.
     pub async fn world(&self, mut options: WorldOptions) -> anyhow::Result<World> {
         self.created.fetch_add(1, Ordering::SeqCst);
         if self.scenario.transport == Transport::WebSocket {
             options.transport = Transport::WebSocket;
+        }
+        if self.scenario.listen != Listen::Stdio {
+            options.listen = self.scenario.listen;
         }
         World::new(&self.binary, &self.settings, options, self.tally.clone()).await
     }

@@ -1,6 +1,7 @@
 //! One scenario's isolated world: a fresh sidecar, a fresh `CODEX_HOME` with the mock
 //! provider's `config.toml`, a fresh workspace, a recording proxy, and the `codex
-//! app-server` processes started in it. [`World::finish`] runs the checks every scenario
+//! app-server` processes started in it, each talking to its client over stdio or, where the
+//! world's [`Listen`] says so, over the connections of an app-server listener. [`World::finish`] runs the checks every scenario
 //! ends with (all scripts served, nothing unscripted, tool calls paired, no escape, one
 //! `turn/completed` per turn, no unexpected turn).
 
@@ -16,6 +17,8 @@ use codex_parity_sidecar::{ConnectionScript, Scripted};
 use serde_json::json;
 
 use crate::app_server::exec::{self, ExecCommand, ExecRun};
+use crate::app_server::listener::{ConnectError, ListenAt, Listener};
+use crate::app_server::proxy::Proxy;
 use crate::app_server::transcript::Sent;
 use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
@@ -79,6 +82,32 @@ pub struct WorldOptions {
     /// the client to refresh it on a 401. `chatgpt_base_url` then points at a closed local
     /// port, so the ChatGPT backend calls such a login makes fail at once and stay local.
     pub openai_auth: bool,
+    /// How the world's app-servers talk to their client: stdio, or one connection to a
+    /// `codex app-server --listen` process of their own (group I).
+    pub listen: Listen,
+}
+
+/// How a world's app-server talks to its client (`codex app-server --listen`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Listen {
+    /// JSON lines on stdin and stdout, one client per process (the default).
+    #[default]
+    Stdio,
+    /// `--listen ws://127.0.0.1:0`: WebSocket connections over loopback TCP.
+    WebSocket,
+    /// `--listen unix://PATH`: WebSocket connections over a unix socket in the world.
+    Unix,
+}
+
+impl Listen {
+    /// The scheme `--listen` takes for it (`stdio`, `ws`, `unix`).
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Listen::Stdio => "stdio",
+            Listen::WebSocket => "ws",
+            Listen::Unix => "unix",
+        }
+    }
 }
 
 /// The transport a world's provider offers codex (`transports.md` §1.1).
@@ -110,6 +139,7 @@ impl Default for WorldOptions {
             allow_unpaired_turn_started: false,
             provider_url: None,
             openai_auth: false,
+            listen: Listen::Stdio,
         }
     }
 }
@@ -155,6 +185,7 @@ pub struct World {
     /// The options it was made with.
     pub options: WorldOptions,
     servers: Vec<Arc<AppServer>>,
+    listeners: usize,
     tally: Arc<Tally>,
     cleanup: Cleanup,
     /// The binary's home template, copied into a home before codex first starts in it.
@@ -162,11 +193,14 @@ pub struct World {
 }
 
 /// The world's directory and the codex processes that write into it: on drop the
-/// processes are killed first, then the directory is removed, so nothing recreates files
-/// in it afterwards. Other holders of an [`AppServer`] do not delay the kill.
-/// Before that, what each app-server sent goes to the tally as its transcript.
+/// processes are killed first (connections, then the listeners behind them), then the
+/// directory is removed, so nothing recreates files in it afterwards. Other holders of an
+/// [`AppServer`] or a [`Listener`] do not delay the kill. Before that, what each app-server
+/// sent goes to the tally as its transcript.
 struct Cleanup {
     servers: Vec<Arc<AppServer>>,
+    listeners: Vec<Arc<Listener>>,
+    proxies: Vec<Proxy>,
     /// The event streams of the world's `codex exec` runs, after the app-servers'.
     execs: Vec<Vec<Sent>>,
     dir: Option<tempfile::TempDir>,
@@ -179,6 +213,10 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         for server in &self.servers {
             server.kill();
+        }
+        self.proxies.clear();
+        for listener in &self.listeners {
+            listener.kill();
         }
         for (i, server) in self.servers.iter().enumerate() {
             self.tally.transcript(Connection {
@@ -342,8 +380,11 @@ impl World {
             binary: binary.clone(),
             options,
             servers: Vec::new(),
+            listeners: 0,
             cleanup: Cleanup {
                 servers: Vec::new(),
+                listeners: Vec::new(),
+                proxies: Vec::new(),
                 execs: Vec::new(),
                 dir,
                 number: tally.next_world(),
@@ -434,20 +475,84 @@ impl World {
     }
 
     /// Starts an app-server in the world's home and workspace, without `initialize`.
-    pub fn spawn(&mut self) -> anyhow::Result<Arc<AppServer>> {
+    pub async fn spawn(&mut self) -> anyhow::Result<Arc<AppServer>> {
         let (home, cwd) = (self.home.clone(), self.workspace.clone());
-        self.spawn_in(&home, &cwd)
+        self.spawn_in(&home, &cwd).await
     }
 
     /// Starts an app-server with another home or cwd (e.g. a resume in a cloned home). A
     /// home codex has not started in and that holds only `config.toml` is first seeded from
-    /// the binary's template (see [`crate::harness::home_template`]).
-    pub fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
+    /// the binary's template (see [`crate::harness::home_template`]). With a [`Listen`] other
+    /// than stdio it is a listener of its own and the client its one connection.
+    pub async fn spawn_in(&mut self, home: &Path, cwd: &Path) -> anyhow::Result<Arc<AppServer>> {
+        match self.options.listen {
+            Listen::Stdio => {
+                self.seed(home)?;
+                let server = AppServer::spawn(&self.command(home, cwd))?;
+                Ok(self.keep(server))
+            }
+            listen => {
+                self.listeners += 1;
+                let at = match listen {
+                    Listen::Unix => ListenAt::Unix(
+                        self.root
+                            .join(format!("app-server-{}.sock", self.listeners)),
+                    ),
+                    _ => ListenAt::WebSocket,
+                };
+                let listener = self.listen_in(home, cwd, &at, &[]).await?;
+                self.connect(&listener, &[])
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+        }
+    }
+
+    /// Starts `codex app-server --listen` at `at` in `home` and `cwd`, with `extra`
+    /// arguments after the world's (e.g. `--ws-auth …`); waits until it listens. Killed with
+    /// the world.
+    pub async fn listen_in(
+        &mut self,
+        home: &Path,
+        cwd: &Path,
+        at: &ListenAt,
+        extra: &[String],
+    ) -> anyhow::Result<Arc<Listener>> {
         self.seed(home)?;
-        let server = Arc::new(AppServer::spawn(&self.command(home, cwd))?);
+        let mut cmd = self.command(home, cwd);
+        cmd.args.extend(extra.iter().cloned());
+        let listener = Arc::new(Listener::spawn(&cmd, at).await?);
+        self.cleanup.listeners.push(listener.clone());
+        Ok(listener)
+    }
+
+    /// A client of the control socket in `home` through `codex app-server proxy` (see
+    /// [`crate::app_server::proxy`]), not initialized; one of the world's app-servers, the
+    /// proxy killed with the world.
+    pub async fn connect_proxy(&mut self, home: &Path) -> anyhow::Result<Arc<AppServer>> {
+        let cwd = self.workspace.clone();
+        let (proxy, server) = Proxy::connect(&self.command(home, &cwd)).await?;
+        self.cleanup.proxies.push(proxy);
+        Ok(self.keep(server))
+    }
+
+    /// A new connection to `listener` whose handshake carries `headers`, not initialized; it
+    /// is one of the world's app-servers (its transcript kept, its turns checked at the end).
+    pub async fn connect(
+        &mut self,
+        listener: &Listener,
+        headers: &[(&str, &str)],
+    ) -> Result<Arc<AppServer>, ConnectError> {
+        let server = listener.connect_with(headers).await?;
+        Ok(self.keep(server))
+    }
+
+    /// Makes `server` one of the world's app-servers.
+    fn keep(&mut self, server: AppServer) -> Arc<AppServer> {
+        let server = Arc::new(server);
         self.servers.push(server.clone());
         self.cleanup.servers.push(server.clone());
-        Ok(server)
+        server
     }
 
     /// Runs `codex exec --json ARGS` in the world's home and workspace (the environment of
@@ -495,7 +600,7 @@ impl World {
 
     /// Starts an app-server and runs the `initialize` handshake.
     pub async fn start(&mut self) -> anyhow::Result<Arc<AppServer>> {
-        let server = self.spawn()?;
+        let server = self.spawn().await?;
         server
             .initialize(self.options.experimental_api)
             .await
@@ -581,10 +686,16 @@ impl World {
         for attempt in self.proxy.attempts() {
             problems.push(format!("network escape through the proxy: {attempt}"));
         }
+        // A turn one client started is no surprise to another client of the same thread.
+        let requested: BTreeSet<String> = self
+            .servers
+            .iter()
+            .flat_map(|s| s.started_turns())
+            .collect();
         for server in &self.servers {
             let o = &self.options;
             let (autonomous, unpaired) = (o.allow_autonomous_turns, o.allow_unpaired_turn_started);
-            problems.extend(turn_problems(server, autonomous, unpaired));
+            problems.extend(turn_problems(server, &requested, autonomous, unpaired));
             for method in server.unhandled_requests() {
                 problems.push(format!("server request {method} had no handler"));
             }
@@ -621,8 +732,15 @@ impl World {
     }
 }
 
-/// Every turn got exactly one `turn/completed`; no `turn/started` the client did not ask for.
-fn turn_problems(server: &AppServer, allow_autonomous: bool, allow_unpaired: bool) -> Vec<String> {
+/// Every turn got exactly one `turn/completed` (none needed on a connection the client cut,
+/// see [`AppServer::was_cut`]); no `turn/started` that no client of the world (`requested`)
+/// asked for.
+fn turn_problems(
+    server: &AppServer,
+    requested: &BTreeSet<String>,
+    allow_autonomous: bool,
+    allow_unpaired: bool,
+) -> Vec<String> {
     let mut started = BTreeSet::new();
     let mut completed: BTreeMap<String, usize> = BTreeMap::new();
     for m in server.messages() {
@@ -635,12 +753,12 @@ fn turn_problems(server: &AppServer, allow_autonomous: bool, allow_unpaired: boo
             *completed.entry(turn).or_default() += 1;
         }
     }
-    let requested: BTreeSet<String> = server.started_turns().into_iter().collect();
     let mut problems = Vec::new();
     for turn in &started {
         match completed.get(turn).copied().unwrap_or(0) {
             1 => {}
-            0 if allow_unpaired => {}
+            // A client that cut its connection (or killed codex) cannot see the end.
+            0 if allow_unpaired || server.was_cut() => {}
             0 => problems.push(format!("turn {turn} never completed")),
             n => problems.push(format!("turn {turn} completed {n} times")),
         }

@@ -232,7 +232,7 @@ async fn untrusted_in_config(ctx: &Ctx) -> anyhow::Result<()> {
         ..Default::default()
     };
     let mut world = ctx.world(options).await?;
-    let app = world.spawn()?;
+    let app = world.spawn().await?;
     match app.initialize(true).await {
         Ok(_) => {
             let (_, started) = world.start_thread(&app, json!({})).await?;

@@ -531,7 +531,7 @@ async fn clone(ctx: &Ctx, into_worktree: bool) -> anyhow::Result<()> {
     check_clone(ctx, &clone, &source, &source_home, &home, &target)?;
     world.write_config(&home)?;
 
-    let app = world.spawn_in(&home, &target)?;
+    let app = world.spawn_in(&home, &target).await?;
     app.initialize(world.options.experimental_api)
         .await
         .context("initialize")?;

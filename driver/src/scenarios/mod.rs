@@ -7,7 +7,8 @@
 //! G: `overrides` (G1, G2), `user_input` (G3–G6), `thread_lifecycle` (G7–G11), `plan_items`
 //! (G12–G15), `mcp` (G16–G23) and `review` (G24–G27), group H: `paged_history` (H1–H5),
 //! `settings_updates` (H6), `startup_reads` (H10–H16), `server_requests` (H20–H22), `auth_refresh`
-//! (H23–H25), `mcp_elicitation` (H26–H28) and `model_notices` (H30–H33), and group X: `exec`
+//! (H23–H25), `mcp_elicitation` (H26–H28) and `model_notices` (H30–H33), group I: `listeners`
+//! (I1–I10) and `listener_clients` (I11–I16), and group X: `exec`
 //! (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists them all. An integrator's scenario files
 //! become scenarios of the same kind in the layer below (`crate::scenario_file`). Each group file
 //! declares its scenarios with [`scenario!`](crate::scenario) in its `scenarios()`.
@@ -27,6 +28,8 @@ pub mod goal_continuation;
 pub mod history;
 pub mod interaction;
 pub mod lifecycle;
+pub mod listener_clients;
+pub mod listeners;
 pub mod mcp;
 pub mod mcp_elicitation;
 pub mod model_notices;

@@ -58,7 +58,7 @@ fn rpc_message(
 
 async fn handshake_errors(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(WorldOptions::default()).await?;
-    let app = world.spawn()?;
+    let app = world.spawn().await?;
     let (code, message) = rpc_message(
         app.call("thread/list", json!({})).await,
         "a request before initialize",
@@ -165,13 +165,13 @@ async fn opt_out(ctx: &Ctx) -> anyhow::Result<()> {
         bail!("this codex has no {noisy} notification to opt out of");
     }
     let mut world = ctx.world(WorldOptions::default()).await?;
-    let plain = world.spawn()?;
+    let plain = world.spawn().await?;
     initialize_with(&plain, &[]).await?;
     plain
         .wait_notification(0, noisy, Duration::from_secs(5), |_| true)
         .await
         .context("control: without opt-out the notification must arrive")?;
-    let quiet = world.spawn()?;
+    let quiet = world.spawn().await?;
     initialize_with(&quiet, &["configWarning", noisy]).await?;
     // The control arrived well within this window on the plain connection.
     tokio::time::sleep(Duration::from_millis(1500)).await;

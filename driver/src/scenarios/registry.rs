@@ -41,6 +41,8 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::auth_refresh::scenarios,
         scenarios::mcp_elicitation::scenarios,
         scenarios::model_notices::scenarios,
+        scenarios::listeners::scenarios,
+        scenarios::listener_clients::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
     ]

@@ -1,0 +1,145 @@
+//! The other clients of a unix listener: `codex app-server proxy`, which relays its stdin and
+//! stdout byte for byte to the socket (so its client speaks the WebSocket protocol over the
+//! proxy's stdio, as over an SSH channel), and `codex app-server daemon version`, which asks
+//! the app-server on the control socket for its version.
+//!
+//! Facts probed on 0.131.0, 0.161.0 and 0.171.0: both default to the control socket,
+//! `$CODEX_HOME/app-server-control/app-server-control.sock`, where `--listen unix://` (no
+//! path) makes it; plain JSON lines written to the proxy are not relayed as messages (the
+//! app-server refuses what is not a WebSocket handshake and the proxy exits 1, "failed to
+//! copy data from stdin to socket").
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::process::{Child, Command};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::app_server::child::StderrTail;
+use crate::app_server::listener::CONNECT_TIMEOUT;
+use crate::app_server::{AppServer, AppServerCommand};
+
+/// How long `daemon version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The path of the control socket in a `CODEX_HOME`.
+pub fn control_socket(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("app-server-control")
+        .join("app-server-control.sock")
+}
+
+/// A running `codex app-server proxy`: killed (its process group) when dropped.
+pub struct Proxy {
+    child: Child,
+    stderr: Arc<StderrTail>,
+}
+
+impl Proxy {
+    /// Starts `codex app-server ARGS proxy` (`cmd.args` hold the world's flags, e.g.
+    /// `--disable plugins`, which the proxy takes too) and makes a WebSocket client over its
+    /// stdio; the client is not initialized.
+    pub async fn connect(cmd: &AppServerCommand) -> anyhow::Result<(Proxy, AppServer)> {
+        let label = format!("{} proxy", cmd.label);
+        let mut child = Command::new(&cmd.program)
+            .arg("app-server")
+            .arg("proxy")
+            .args(&cmd.args)
+            .env_clear()
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&cmd.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("{label}: cannot start {}", cmd.program.display()))?;
+        let stdin = child.stdin.take().context("no stdin pipe")?;
+        let stdout = child.stdout.take().context("no stdout pipe")?;
+        let stderr = child.stderr.take().context("no stderr pipe")?;
+        let tail = Arc::new(StderrTail::new(40));
+        let reading = tail.clone();
+        tokio::spawn(async move { reading.read(stderr, |_| {}).await });
+        let proxy = Proxy {
+            child,
+            stderr: tail.clone(),
+        };
+        let request = "ws://localhost/"
+            .into_client_request()
+            .context("a WebSocket request")?;
+        let stream = tokio::io::join(stdout, stdin);
+        let handshake = tokio_tungstenite::client_async(request, stream);
+        let (socket, _) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+            .await
+            .map_err(|_| anyhow::anyhow!("no handshake within {CONNECT_TIMEOUT:?}"))
+            .and_then(|r| r.map_err(anyhow::Error::from))
+            .with_context(|| {
+                format!(
+                    "{label}: the WebSocket handshake through the proxy failed; its stderr tail:\n{}",
+                    tail.text()
+                )
+            })?;
+        Ok((proxy, AppServer::over_websocket(socket, &label, tail)))
+    }
+
+    /// The last lines the proxy wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// Whether the proxy has exited, and its exit code (`Some(None)`: by a signal).
+    pub fn exited(&mut self) -> Option<Option<i32>> {
+        self.child.try_wait().ok().flatten().map(|s| s.code())
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(group) = self
+            .child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+        {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// Runs `codex app-server daemon version` in `cmd`'s environment (its own process group,
+/// killed after it, within 10 s) and returns the JSON it printed.
+pub async fn daemon_version(cmd: &AppServerCommand) -> anyhow::Result<Value> {
+    let shown = format!("{} app-server daemon version", cmd.label);
+    let child = Command::new(&cmd.program)
+        .args(["app-server", "daemon", "version"])
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cmd.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot run {shown}"))?;
+    let group = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+    let output = tokio::time::timeout(VERSION_TIMEOUT, child.wait_with_output()).await;
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let output = output
+        .map_err(|_| anyhow::anyhow!("{shown} took over {VERSION_TIMEOUT:?}"))?
+        .with_context(|| format!("cannot run {shown}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    anyhow::ensure!(
+        output.status.success(),
+        "{shown} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).with_context(|| format!("{shown} printed {stdout:?}"))
+}

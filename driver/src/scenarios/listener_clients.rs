@@ -1,0 +1,483 @@
+//! Group I, what a listener adds to stdio: each connection its own `initialize` (I11), two
+//! clients on one thread (I12), a client that disconnects mid-turn and one that comes back
+//! and resumes (I13), `--ws-auth capability-token` (I14), the HTTP side of a ws:// listener
+//! (`/readyz`, `/healthz`, the `Origin` refusal: I15), and the control socket's other
+//! clients, `codex app-server proxy` and `daemon version` (I16).
+//!
+//! Applicability comes from `codex app-server --help` (the values of `--listen`, the
+//! `--ws-auth` modes, the subcommands), never from a version number.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail, ensure};
+use codex_parity_sidecar::{Scripted, bodies, events};
+use serde_json::{Value, json};
+
+use super::{record_requests, recorded, rpc_error};
+use crate::app_server::AppServer;
+use crate::app_server::listener::{ConnectError, ListenAt, Listener};
+use crate::app_server::message::Message;
+use crate::app_server::proxy::{control_socket, daemon_version};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text};
+use crate::codex::capabilities::Capabilities;
+use crate::ensure_eq;
+use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::{World, WorldOptions};
+use crate::scenario;
+
+/// The server request that asks to run a command.
+const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+
+/// The group's scenarios.
+pub fn scenarios() -> Vec<Scenario> {
+    vec![
+        scenario!(
+            "listener_initialize_per_connection",
+            "I11",
+            "each connection to a ws:// listener is initialized on its own: a request before its \
+             initialize is refused (-32600 Not initialized) while another connection works, and \
+             a second initialize on a connection is refused",
+            initialize_per_connection
+        )
+        .applies(|c: &Capabilities| c.needs_listen("ws")),
+        scenario!(
+            "listener_two_clients_share_a_thread",
+            "I12",
+            "two clients of one ws:// listener on one thread (one started it, the other resumed \
+             it): both get the turn's notifications and its turn/completed; the command \
+             approval goes to both, the first answer settles it and the other client gets \
+             serverRequest/resolved",
+            two_clients
+        )
+        .applies(|c: &Capabilities| {
+            c.needs_listen("ws")?;
+            c.needs_resume()
+        }),
+        scenario!(
+            "listener_client_reconnects_and_resumes",
+            "I13",
+            "a client that disconnects mid-turn does not stop the turn: a new connection that \
+             resumes the thread finds it completed with the model's answer, and its next turn's \
+             request carries the first turn",
+            reconnect
+        )
+        .applies(|c: &Capabilities| {
+            c.needs_listen("ws")?;
+            c.needs_resume()
+        }),
+        scenario!(
+            "listener_ws_auth_capability_token",
+            "I14",
+            "--ws-auth capability-token: a handshake without a token or with a wrong one is \
+             refused with HTTP 401, one with the token as a bearer is accepted and works; \
+             /readyz needs no token",
+            ws_auth
+        )
+        .applies(|c: &Capabilities| c.needs_ws_auth("capability-token")),
+        scenario!(
+            "listener_health_and_origin",
+            "I15",
+            "a ws:// listener answers GET /readyz and /healthz with 200, a plain GET elsewhere \
+             with 400, and refuses with 403 any request with an Origin header (health check or \
+             handshake); it keeps serving other clients",
+            health_and_origin
+        )
+        .applies(|c: &Capabilities| c.needs_listen("ws")),
+        scenario!(
+            "control_socket_proxy_and_daemon_version",
+            "I16",
+            "--listen unix:// makes the control socket in CODEX_HOME; daemon version finds it \
+             running with the app-server's version, and a WebSocket client through \
+             `codex app-server proxy` initializes, starts a thread and runs a turn",
+            control_socket_clients
+        )
+        .applies(|c: &Capabilities| {
+            c.needs_listen("unix")?;
+            c.needs_app_server_command("proxy")?;
+            c.needs_app_server_command("daemon")
+        }),
+    ]
+}
+
+/// A world with `options` and `script` queued, and a ws:// listener in its home and
+/// workspace started with `extra` arguments.
+async fn listening(
+    ctx: &Ctx,
+    options: WorldOptions,
+    script: Vec<Scripted>,
+    extra: &[String],
+) -> anyhow::Result<(World, Arc<Listener>)> {
+    let mut world = ctx.world(options).await?;
+    world.script(script).await?;
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let listener = world
+        .listen_in(&home, &cwd, &ListenAt::WebSocket, extra)
+        .await?;
+    Ok((world, listener))
+}
+
+/// A new connection of the world to `listener`, initialized.
+async fn client(world: &mut World, listener: &Listener) -> anyhow::Result<Arc<AppServer>> {
+    let app = world.connect(listener, &[]).await?;
+    app.initialize(true).await.context("initialize")?;
+    Ok(app)
+}
+
+async fn initialize_per_connection(ctx: &Ctx) -> anyhow::Result<()> {
+    let (mut world, listener) = listening(ctx, WorldOptions::default(), vec![], &[]).await?;
+    let first = client(&mut world, &listener).await?;
+    let second = world.connect(&listener, &[]).await?;
+    let early = rpc_error(
+        second.thread_start(json!({})).await,
+        "thread/start before initialize on the second connection",
+    )?;
+    ensure_eq!(
+        (early.code, early.message.as_str()),
+        (-32600, "Not initialized"),
+        "thread/start before this connection's initialize"
+    );
+    let (thread, _) = world.start_thread(&first, json!({})).await?;
+    ensure!(!thread.is_empty(), "the first connection started no thread");
+    let result = second
+        .initialize(true)
+        .await
+        .context("the second initialize")?;
+    ensure!(
+        result["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.contains("codex-parity")),
+        "the second connection's initialize has no userAgent naming its client: {result}"
+    );
+    let again = rpc_error(
+        second.initialize(true).await,
+        "a second initialize on the same connection",
+    )?;
+    ensure_eq!(
+        (again.code, again.message.as_str()),
+        (-32600, "Already initialized"),
+        "a repeated initialize"
+    );
+    let (other, _) = world.start_thread(&second, json!({})).await?;
+    ensure!(other != thread, "both connections got thread {thread}");
+    world.finish().await
+}
+
+async fn two_clients(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        approval_policy: "on-request".into(),
+        sandbox_mode: "workspace-write".into(),
+        ..Default::default()
+    };
+    let script = vec![
+        Scripted::sse(bodies::assistant_reply("resp-0", "ready")),
+        Scripted::sse(bodies::one_item_reply(
+            "resp-1",
+            events::exec_command_call("call-two-1", "touch shared.txt"),
+        )),
+        Scripted::sse(bodies::assistant_reply("resp-2", "both saw it")),
+    ];
+    let (mut world, listener) = listening(ctx, options, script, &[]).await?;
+    let starter = client(&mut world, &listener).await?;
+    let (thread, _) = world
+        .start_thread(&starter, json!({"approvalPolicy": "untrusted"}))
+        .await?;
+    // A thread has a rollout to resume only after its first turn.
+    run_turn(
+        &starter,
+        &thread,
+        vec![text("get ready")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    let watcher = client(&mut world, &listener).await?;
+    watcher
+        .thread_resume(&thread, json!({}))
+        .await
+        .context("thread/resume by the second client")?;
+    let at_starter = record_requests(&starter, COMMAND_APPROVAL, |_| {
+        Ok(json!({"decision": "accept"}))
+    });
+    watcher.leave_unanswered(COMMAND_APPROVAL);
+    let watched_from = watcher.cursor();
+    let turn = run_turn(
+        &starter,
+        &thread,
+        vec![text("create shared.txt")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(
+        turn.status,
+        TurnStatus::Completed,
+        "the starter's turn status"
+    );
+    ensure_eq!(
+        turn.final_response(),
+        "both saw it",
+        "the starter's final response"
+    );
+    ensure_eq!(
+        recorded(&at_starter).len(),
+        1,
+        "approval requests to the starter"
+    );
+    ensure!(
+        world.workspace.join("shared.txt").exists(),
+        "the approved command did not run"
+    );
+    let done = watcher
+        .wait_notification(
+            watched_from,
+            "turn/completed",
+            Duration::from_secs(5),
+            |p| p.pointer("/turn/id").and_then(Value::as_str) == Some(turn.id.as_str()),
+        )
+        .await
+        .context("the second client's turn/completed")?;
+    let seen: Vec<String> = watcher
+        .messages()
+        .into_iter()
+        .skip(watched_from)
+        .take_while(|m| m.index <= done.index)
+        .map(|m| m.method().to_string())
+        .collect();
+    for method in ["turn/started", "item/completed", "turn/completed"] {
+        ensure!(
+            seen.iter().any(|m| m == method),
+            "the second client got no {method} of the turn (it saw: {})",
+            seen.join(", ")
+        );
+    }
+    // The approval went to both clients; the starter's answer settled it for both.
+    let asked = recorded(&at_starter);
+    let at_watcher: Vec<Value> = watcher
+        .messages()
+        .into_iter()
+        .skip(watched_from)
+        .filter(|m| m.is(COMMAND_APPROVAL))
+        .map(|m| m.params().clone())
+        .collect();
+    ensure_eq!(
+        at_watcher.len(),
+        1,
+        "approval requests to the second client"
+    );
+    ensure_eq!(
+        at_watcher[0]["itemId"],
+        asked[0]["itemId"],
+        "the second client's approval request: itemId"
+    );
+    for (who, app) in [("starter", &starter), ("second client", &watcher)] {
+        let request_id = app
+            .messages()
+            .iter()
+            .find_map(|m| match &m.message {
+                Message::Request { id, method, .. } if method == COMMAND_APPROVAL => {
+                    Some(id.clone())
+                }
+                _ => None,
+            })
+            .with_context(|| format!("the {who}'s approval request has no id"))?;
+        let resolved: Vec<Value> = app
+            .messages()
+            .iter()
+            .filter(|m| m.is("serverRequest/resolved"))
+            .map(|m| m.params()["requestId"].clone())
+            .collect();
+        ensure_eq!(
+            resolved,
+            vec![serde_json::to_value(&request_id)?],
+            "serverRequest/resolved to the {who} (its request's id)"
+        );
+    }
+    world.expect_requests(3).await?;
+    world.finish().await
+}
+
+async fn reconnect(ctx: &Ctx) -> anyhow::Result<()> {
+    let script = vec![
+        Scripted::sse(bodies::assistant_reply("resp-1", "finished alone")).gate("answer", 0),
+        Scripted::sse(bodies::assistant_reply("resp-2", "welcome back")),
+    ];
+    let (mut world, listener) = listening(ctx, WorldOptions::default(), script, &[]).await?;
+    let leaving = client(&mut world, &listener).await?;
+    let (thread, _) = world.start_thread(&leaving, json!({})).await?;
+    let started = start_turn(
+        &leaving,
+        &thread,
+        vec![text("work while I am away")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    world.requests_arrived(1, Duration::from_secs(10)).await?;
+    leaving.kill();
+    world.release("answer").await?;
+    // The turn goes on without a client; give it time to end before coming back.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let back = client(&mut world, &listener).await?;
+    let resumed = back
+        .thread_resume(&thread, json!({}))
+        .await
+        .context("thread/resume after the reconnect")?;
+    let turns = resumed
+        .pointer("/thread/turns")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let first = turns
+        .iter()
+        .find(|t| t["id"] == json!(started.id))
+        .with_context(|| format!("the resumed thread has no turn {}: {resumed}", started.id))?;
+    ensure_eq!(
+        first["status"],
+        json!("completed"),
+        "the left turn's status"
+    );
+    let second = run_turn(
+        &back,
+        &thread,
+        vec![text("and now?")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(
+        second.final_response(),
+        "welcome back",
+        "the next turn's answer"
+    );
+    let requests = world.expect_requests(2).await?;
+    let carried = requests[1].body.to_string();
+    for said in ["work while I am away", "finished alone"] {
+        ensure!(
+            carried.contains(said),
+            "the next request does not carry {said:?}"
+        );
+    }
+    world.finish().await
+}
+
+/// The token I14's listener is given (in a file, as `--ws-token-file` wants).
+const TOKEN: &str = "codex-parity-capability-token-0123456789";
+
+async fn ws_auth(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let file = world.root().join("ws-token");
+    std::fs::write(&file, TOKEN).with_context(|| format!("writing {}", file.display()))?;
+    let extra = [
+        "--ws-auth".to_string(),
+        "capability-token".to_string(),
+        "--ws-token-file".to_string(),
+        file.display().to_string(),
+    ];
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let listener = world
+        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
+        .await?;
+    let wrong = format!("Bearer not-{TOKEN}");
+    for (what, headers) in [
+        ("without a token", vec![]),
+        (
+            "with a wrong token",
+            vec![("Authorization", wrong.as_str())],
+        ),
+    ] {
+        match world.connect(&listener, &headers).await {
+            Err(ConnectError::Refused { status, body }) => {
+                ensure_eq!(status, 401, "the handshake {what}: status (body {body:?})")
+            }
+            Err(e) => bail!("the handshake {what} failed otherwise: {e}"),
+            Ok(_) => bail!("the handshake {what} was accepted"),
+        }
+    }
+    let (status, _) = listener.http_get("/readyz", &[]).await?;
+    ensure_eq!(status, 200, "GET /readyz without a token");
+    let bearer = format!("Bearer {TOKEN}");
+    let app = world
+        .connect(&listener, &[("Authorization", bearer.as_str())])
+        .await
+        .context("the handshake with the token")?;
+    app.initialize(true)
+        .await
+        .context("initialize with the token")?;
+    world.start_thread(&app, json!({})).await?;
+    world.finish().await
+}
+
+async fn health_and_origin(ctx: &Ctx) -> anyhow::Result<()> {
+    let (mut world, listener) = listening(ctx, WorldOptions::default(), vec![], &[]).await?;
+    let origin = [("Origin", "http://attacker.example")];
+    for (path, headers, want) in [
+        ("/readyz", &[][..], 200),
+        ("/healthz", &[][..], 200),
+        ("/", &[][..], 400),
+        ("/readyz", &origin[..], 403),
+        ("/healthz", &origin[..], 403),
+    ] {
+        let (status, body) = listener.http_get(path, headers).await?;
+        let with = if headers.is_empty() {
+            ""
+        } else {
+            " with an Origin header"
+        };
+        ensure_eq!(status, want, "GET {path}{with} (body {body:?})");
+    }
+    match world.connect(&listener, &origin).await {
+        Err(ConnectError::Refused { status, .. }) => {
+            ensure_eq!(status, 403, "a handshake with an Origin header")
+        }
+        Err(e) => bail!("a handshake with an Origin header failed otherwise: {e}"),
+        Ok(_) => bail!("a handshake with an Origin header was accepted"),
+    }
+    let app = client(&mut world, &listener).await?;
+    world.start_thread(&app, json!({})).await?;
+    world.finish().await
+}
+
+async fn control_socket_clients(ctx: &Ctx) -> anyhow::Result<()> {
+    let script = vec![Scripted::sse(bodies::assistant_reply(
+        "resp-1",
+        "through the proxy",
+    ))];
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    world.script(script).await?;
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let socket = control_socket(&home);
+    world
+        .listen_in(&home, &cwd, &ListenAt::ControlSocket(socket.clone()), &[])
+        .await?;
+    let version = daemon_version(&world.command(&home, &cwd)).await?;
+    ensure_eq!(
+        version["status"],
+        json!("running"),
+        "daemon version: status ({version})"
+    );
+    ensure_eq!(
+        version["appServerVersion"],
+        json!(ctx.binary.version),
+        "daemon version: appServerVersion ({version})"
+    );
+    ensure_eq!(
+        version["socketPath"],
+        json!(socket.display().to_string()),
+        "daemon version: socketPath"
+    );
+    let app = world.connect_proxy(&home).await?;
+    app.initialize(true)
+        .await
+        .context("initialize through the proxy")?;
+    let (thread, _) = world.start_thread(&app, json!({})).await?;
+    let turn = run_turn(
+        &app,
+        &thread,
+        vec![text("hello proxy")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    ensure_eq!(
+        turn.final_response(),
+        "through the proxy",
+        "the answer through the proxy"
+    );
+    world.finish().await
+}
