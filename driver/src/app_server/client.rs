@@ -181,6 +181,8 @@ struct Shared {
     /// Set as soon as the child has been waited for: its pid may then be reused.
     reaped: AtomicBool,
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// Whether the client reads what the server sends (see [`AppServer::pause_reading`]).
+    reading: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -212,6 +214,7 @@ impl Shared {
             exit: exit_tx,
             reaped: AtomicBool::new(false),
             writer: Mutex::new(Some(line_tx)),
+            reading: watch::Sender::new(true),
         });
         (shared, exit_rx, line_rx)
     }
@@ -632,9 +635,23 @@ impl AppServer {
             .await
     }
 
+    /// Stops reading what the server sends, as a client that stops reading does: what it
+    /// writes stays in the pipe (or socket) until [`AppServer::resume_reading`]; answers
+    /// and notifications wait with it.
+    pub fn pause_reading(&self) {
+        self.shared.reading.send_replace(false);
+    }
+
+    /// Reads again after [`AppServer::pause_reading`].
+    pub fn resume_reading(&self) {
+        self.shared.reading.send_replace(true);
+    }
+
     /// Kills the process and its process group now (SIGKILL, sent before this returns);
-    /// the exit shows in [`AppServer::exit_status`].
+    /// the exit shows in [`AppServer::exit_status`]. A paused reader reads again, so that
+    /// what the process wrote is drained.
     pub fn kill(&self) {
+        self.resume_reading();
         if let Some(kill) = lock(&self.kill).take() {
             if self.exit_status().is_none() {
                 self.cut.store(true, Ordering::SeqCst);
@@ -651,8 +668,9 @@ impl AppServer {
         }
     }
 
-    /// Whether the client cut the process or connection ([`AppServer::kill`]) while it was
-    /// still running: what it had in flight then could not reach the client.
+    /// Whether the client cut the process or connection while it was still running (killed
+    /// it, or closed its stdin: [`AppServer::kill`], [`AppServer::shutdown`]): what it had in
+    /// flight then could not reach the client.
     pub fn was_cut(&self) -> bool {
         self.cut.load(Ordering::SeqCst)
     }
@@ -683,7 +701,10 @@ impl AppServer {
 
     /// [`AppServer::shutdown`], typed: how the process ended, `None` when it did not.
     pub async fn shutdown_exit(&self, timeout: Duration) -> Option<ChildExit> {
-        lock(&self.shared.writer).take();
+        self.resume_reading();
+        if lock(&self.shared.writer).take().is_some() && self.exit_status().is_none() {
+            self.cut.store(true, Ordering::SeqCst);
+        }
         let mut rx = self.exit_rx.clone();
         let exited = tokio::time::timeout(timeout, rx.wait_for(|s| s.is_some()))
             .await
@@ -728,7 +749,10 @@ async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
 
 async fn read_lines(shared: Arc<Shared>, stdout: impl AsyncRead + Unpin) {
     let mut lines = BufReader::new(stdout).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut reading = shared.reading.subscribe();
+    while reading.wait_for(|r| *r).await.is_ok()
+        && let Ok(Some(line)) = lines.next_line().await
+    {
         receive(&shared, line);
     }
 }
@@ -754,7 +778,10 @@ async fn read_frames<S>(shared: Arc<Shared>, mut stream: SplitStream<WebSocketSt
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    while let Some(Ok(frame)) = stream.next().await {
+    let mut reading = shared.reading.subscribe();
+    while reading.wait_for(|r| *r).await.is_ok()
+        && let Some(Ok(frame)) = stream.next().await
+    {
         match frame {
             Frame::Text(text) => receive(&shared, text.to_string()),
             Frame::Binary(bytes) => receive(&shared, String::from_utf8_lossy(&bytes).into_owned()),

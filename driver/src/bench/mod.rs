@@ -1,12 +1,14 @@
 //! `codex-parity bench`: what one scenario costs that is ours (a world: sidecar start,
 //! proxy, directories, config) against what is codex's (spawn to `initialize` answered);
 //! the wall time of the suite on each binary and on all of them ([`suite`]); a soak of
-//! one app-server and one sidecar ([`soak`]); and the sidecar under HTTP load against a
-//! bare server ([`load`]).
+//! one app-server and one sidecar ([`soak`]); the sidecar under HTTP load against a bare
+//! server ([`load`]); and the client's transport, stdio against the app-server's listeners
+//! ([`transports`]).
 
 pub mod cpu;
 pub mod load;
 pub mod soak;
+pub mod transports;
 
 use std::path::Path;
 use std::sync::Arc;

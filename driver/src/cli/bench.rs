@@ -27,7 +27,11 @@ pub(crate) struct BenchArgs {
     /// The sidecar under HTTP load against a bare server.
     #[arg(long)]
     load: bool,
-    /// --overhead: empty worlds to measure (median reported).
+    /// Turn and round-trip latency over stdio, a ws:// and a unix:// listener.
+    #[arg(long)]
+    transports: bool,
+    /// --overhead: empty worlds to measure (median reported); --transports: turns and
+    /// round trips per transport.
     #[arg(long, default_value_t = 10)]
     runs: usize,
     /// --soak: consecutive turns on one thread.
@@ -55,13 +59,13 @@ impl BenchArgs {
 
 /// `bench`: the measures asked for (`--overhead` and `--suite` when none is).
 pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let default = !(args.overhead || args.suite || args.soak || args.load);
+    let default = !(args.overhead || args.suite || args.soak || args.load || args.transports);
     let settings = Settings::new(SidecarLauncher::current_exe()?, false);
     let mut failed = false;
     if args.load {
         load(&args, &settings).await?;
     }
-    let needs_codex = default || args.overhead || args.suite || args.soak;
+    let needs_codex = default || args.overhead || args.suite || args.soak || args.transports;
     let binaries = if needs_codex {
         binaries_for(&args.matrix).await?
     } else {
@@ -72,6 +76,13 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.soak {
         failed |= !soak(&args, &binaries, &settings).await?;
+    }
+    if args.transports {
+        let binary = binaries.first().context("no codex binary")?;
+        println!("transports on {}:", binary.label());
+        for t in bench::transports::transports(binary, &settings, args.runs).await? {
+            println!("  {}", t.summary());
+        }
     }
     if default || args.suite {
         failed |= !suite(&args, binaries, settings.sidecar).await?;

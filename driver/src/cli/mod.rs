@@ -235,6 +235,8 @@ enum Command {
     ///   --load      the sidecar (capture on) under HTTP load from --clients keep-alive
     ///               clients, against a bare hyper server sending the same SSE body;
     ///               requests/s, p50/p99 latency and their ratio (no codex needed)
+    ///   --transports  --runs turns and thread/read round trips over stdio, a ws://
+    ///               and a unix:// listener (codex app-server --listen), one world each
     ///
     /// Measures that need codex use the first binary; --suite uses all of them. Exit
     /// status: 0, or 1 when a soak check or a suite scenario failed, 2 on errors.
@@ -244,6 +246,7 @@ enum Command {
     ///   codex-parity bench --suite --jobs 2 --codex-version 0.131.0 --codex-version 0.171.0
     ///   codex-parity bench --soak --turns 500 --threads 50 --codex-bin ./codex
     ///   codex-parity bench --load --requests 20000 --clients 8
+    ///   codex-parity bench --transports --runs 50 --codex-version 0.171.0
     #[command(verbatim_doc_comment)]
     Bench(BenchArgs),
     /// Find the first codex release in which one scenario's outcome changed.

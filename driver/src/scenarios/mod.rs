@@ -8,11 +8,12 @@
 //! (G12–G15), `mcp` (G16–G23) and `review` (G24–G27), group H: `paged_history` (H1–H5),
 //! `settings_updates` (H6), `startup_reads` (H10–H16), `server_requests` (H20–H22), `auth_refresh`
 //! (H23–H25), `mcp_elicitation` (H26–H28) and `model_notices` (H30–H33), group I: `listeners`
-//! (I1–I10) and `listener_clients` (I11–I16), and group X: `exec`
+//! (I1–I10) `listener_clients` (I11–I16) and `app_server_faults` (I20–I23), and group X: `exec`
 //! (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists them all. An integrator's scenario files
 //! become scenarios of the same kind in the layer below (`crate::scenario_file`). Each group file
 //! declares its scenarios with [`scenario!`](crate::scenario) in its `scenarios()`.
 
+pub mod app_server_faults;
 pub mod approvals;
 pub mod auth_refresh;
 pub mod catalogue;

@@ -43,6 +43,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::model_notices::scenarios,
         scenarios::listeners::scenarios,
         scenarios::listener_clients::scenarios,
+        scenarios::app_server_faults::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
     ]
