@@ -293,6 +293,7 @@ enum Command {
     /// Examples:
     ///   codex-parity sweep --out sweep                      # 0.131.0 (oldest compared) to latest
     ///   codex-parity sweep --releases 0.150.0..0.161.0 --out sweep --cache-max 2G
+    ///   codex-parity sweep --filter I --out sweep-i          # one group on every release
     ///   codex-parity sweep --out sweep --table docs/releases.md   # and rewrite the table
     ///
     /// Exit status: 0 when every cell passes or drifts as listed and the audit finds

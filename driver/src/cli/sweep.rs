@@ -43,6 +43,10 @@ pub(crate) struct SweepArgs {
     /// Scenarios run at once in each release's run (default: as `run`).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Only the scenarios this selects, as `run --filter` (a group letter, an id, a name
+    /// part): a new group swept on its own; the audit then judges those alone.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
     /// Write the audit's table (docs/releases.md) to this file.
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
@@ -118,6 +122,9 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
             .stdin(std::process::Stdio::null())
             .stdout(log_file.try_clone().context("sharing the log file")?)
             .stderr(log_file);
+        if let Some(filter) = &args.filter {
+            cmd.args(["--filter", filter]);
+        }
         if let Some(jobs) = args.jobs {
             cmd.args(["--jobs", &jobs.to_string()]);
         }

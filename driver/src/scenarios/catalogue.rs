@@ -85,9 +85,11 @@ pub const GROUPS: [(&str, &str, &str); 10] = [
         "The app-server's listeners, several clients and codex's own faults",
         "The app-server as integrators run it beside stdio: the executor group over \
          `--listen ws://` and `unix://`, initialize per connection, two clients on one \
-         thread, a client that disconnects and one that reconnects, `--ws-auth`, `/readyz`, \
-         `/healthz` and the `Origin` refusal; and codex failing on its side: killed mid-turn \
-         and resumed, its stdin closed, a client that stops reading, the sidecar gone.",
+         thread, a client that disconnects and one that comes back, `--ws-auth`, `/readyz`, \
+         `/healthz` and the `Origin` refusal, the control socket's `proxy` and `daemon \
+         version`; and codex failing on its side: killed mid-turn and resumed, its stdin \
+         closed, a client that stops reading while requests pile up, the model server gone \
+         mid-response.",
     ),
     (
         "X",
