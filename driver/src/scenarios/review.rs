@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, ensure};
 use codex_parity_sidecar::{Scripted, bodies};
 use serde_json::{Value, json};
 
@@ -205,11 +205,20 @@ fn check_items(ctx: &Ctx, app: &AppServer, cursor: usize) -> anyhow::Result<()> 
         ["item/started", "agentMessage", RENDERED],
         ["item/completed", "agentMessage", RENDERED]
     ]);
-    ensure_eq!(
-        json!(item_sequence(app, cursor)),
-        want,
-        "the review's item notifications"
-    );
+    let got = json!(item_sequence(app, cursor));
+    if got != want {
+        // The same items, started and completed in the same order each, one item's
+        // notifications between another's: a race inside codex, reported, not failed.
+        ensure!(
+            interleaved(&got, &want),
+            "the review's item notifications: expected {want}, got {got}"
+        );
+        ctx.drift(
+            "review.items_interleaved",
+            json!(true),
+            format!("the review's items arrived interleaved: {got}"),
+        );
+    }
     let id_of = |kind: &str| {
         app.messages()
             .iter()
@@ -224,6 +233,28 @@ fn check_items(ctx: &Ctx, app: &AppServer, cursor: usize) -> anyhow::Result<()> 
         json!(same),
     );
     Ok(())
+}
+
+/// Whether `got` holds the notifications of `want` in another order that keeps the order of
+/// the `item/started` notifications, that of the `item/completed` ones, and each item's
+/// start before its completion.
+fn interleaved(got: &Value, want: &Value) -> bool {
+    let (Some(got), Some(want)) = (got.as_array(), want.as_array()) else {
+        return false;
+    };
+    let only = |list: &[Value], method: &str| -> Vec<Value> {
+        list.iter().filter(|n| n[0] == method).cloned().collect()
+    };
+    let started_before_completed = got.iter().enumerate().all(|(i, n)| {
+        n[0] != "item/completed"
+            || got[..i]
+                .iter()
+                .any(|s| s[0] == "item/started" && s[1] == n[1] && s[2] == n[2])
+    });
+    got.len() == want.len()
+        && only(got, "item/started") == only(want, "item/started")
+        && only(got, "item/completed") == only(want, "item/completed")
+        && started_before_completed
 }
 
 /// `turn/started` of the review names the turn review/start returned (the contract every
@@ -533,4 +564,42 @@ async fn review_refusals(ctx: &Ctx) -> anyhow::Result<()> {
     ctx.expect("review.refusals", want, json!(got));
     world.expect_requests(0).await?;
     world.finish().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaved_items_keep_each_kind_in_order() {
+        let want = json!([
+            ["item/started", "a", "1"],
+            ["item/completed", "a", "1"],
+            ["item/started", "b", "2"],
+            ["item/completed", "b", "2"]
+        ]);
+        let race = json!([
+            ["item/started", "a", "1"],
+            ["item/started", "b", "2"],
+            ["item/completed", "a", "1"],
+            ["item/completed", "b", "2"]
+        ]);
+        assert!(interleaved(&race, &want));
+        let reordered = json!([
+            ["item/started", "b", "2"],
+            ["item/started", "a", "1"],
+            ["item/completed", "a", "1"],
+            ["item/completed", "b", "2"]
+        ]);
+        assert!(!interleaved(&reordered, &want));
+        let completed_first = json!([
+            ["item/completed", "a", "1"],
+            ["item/started", "a", "1"],
+            ["item/started", "b", "2"],
+            ["item/completed", "b", "2"]
+        ]);
+        assert!(!interleaved(&completed_first, &want));
+        let missing = json!([["item/started", "a", "1"], ["item/completed", "a", "1"]]);
+        assert!(!interleaved(&missing, &want));
+    }
 }

@@ -531,10 +531,27 @@ async fn sections(ctx: &Ctx) -> anyhow::Result<()> {
         json!({"sectionId": id, "name": "Parity 2"}),
     )
     .await?;
+    let section = &updated["section"];
     ensure_eq!(
-        updated["section"],
-        json!({"appearance": null, "id": id, "name": "Parity 2"}),
-        "threadSection/update section"
+        (&section["id"], &section["name"]),
+        (&json!(id), &json!("Parity 2")),
+        "threadSection/update section id and name"
+    );
+    // The whole section, as the catalogue has it: the fields it carries (values aside).
+    let fields: Vec<&String> = section
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .collect();
+    ctx.expect(
+        "section.update_fields",
+        json!(["appearance", "id", "name"]),
+        json!(fields),
+    );
+    ensure_eq!(
+        section["appearance"],
+        json!(null),
+        "threadSection/update appearance"
     );
     call(
         &app,
