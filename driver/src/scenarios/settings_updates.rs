@@ -1,16 +1,18 @@
-//! Thread settings changed between turns (group H, H6): `thread/settings/update`, the
-//! `thread/settings/updated` notification and what reaches the next model request.
+//! Settings changed between turns and inside one (group H): `thread/settings/update`, the
+//! `thread/settings/updated` notification and what reaches the next model request (H6);
+//! `turn/settings/update` of a running turn and what its next step asks for (H8).
 
 use std::time::Duration;
 
 use anyhow::Context;
-use codex_parity_sidecar::{Scripted, bodies};
+use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::json;
 
 use super::setup;
-use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, text};
+use crate::app_server::turn::{TurnOptions, TurnStatus, run_turn, start_turn, text, wait_turn};
 use crate::ensure_eq;
 use crate::harness::scenario::{Ctx, Scenario};
+use crate::harness::world::WorldOptions;
 use crate::scenario;
 
 /// The group's scenarios.
@@ -25,6 +27,16 @@ pub fn scenarios() -> Vec<Scenario> {
             settings_update
         )
         .applies(|c| c.require_methods(&["thread/settings/update"])),
+        scenario!(
+            "turn_settings_update_reaches_next_step",
+            "H8",
+            "with step_model_switching on and a model of codex's own catalogue, \
+             turn/settings/update of a running turn's model and effort answers applied, the \
+             model request already made keeps the old model and the turn's next step asks for \
+             the new one",
+            turn_settings_update
+        )
+        .applies(|c| c.require_methods(&["turn/settings/update", "model/list"])),
     ]
 }
 
@@ -67,6 +79,76 @@ async fn settings_update(ctx: &Ctx) -> anyhow::Result<()> {
         models,
         vec![json!("mock-model"), json!("other-model")],
         "the model of each request"
+    );
+    world.finish().await
+}
+
+async fn turn_settings_update(ctx: &Ctx) -> anyhow::Result<()> {
+    let options = WorldOptions {
+        extra_args: vec!["--enable".into(), "step_model_switching".into()],
+        ..WorldOptions::default()
+    };
+    let mut world = ctx.world(options).await?;
+    let app = world.start().await?;
+    let listed = app
+        .call("model/list", json!({}))
+        .await
+        .context("model/list")?;
+    let ids: Vec<String> = listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(String::from))
+        .collect();
+    let (first, second) = match ids.as_slice() {
+        [a, b, ..] => (a.clone(), b.clone()),
+        _ => anyhow::bail!("model/list lists fewer than two models: {listed}"),
+    };
+    world
+        .script(vec![
+            Scripted::sse(bodies::one_item_reply(
+                "resp-1",
+                events::exec_command_call("call-step-1", "true"),
+            ))
+            .gate("step", 0),
+            Scripted::sse(bodies::assistant_reply("resp-2", "switched")),
+        ])
+        .await?;
+    let (thread, _) = world.start_thread(&app, json!({"model": first})).await?;
+    let started = start_turn(
+        &app,
+        &thread,
+        vec![text("switch mid-turn")],
+        &TurnOptions::default(),
+    )
+    .await?;
+    world.requests_arrived(1, Duration::from_secs(10)).await?;
+    let answer = app
+        .call(
+            "turn/settings/update",
+            json!({"threadId": thread, "turnId": started.id, "model": second, "effort": "high"}),
+        )
+        .await
+        .context("turn/settings/update")?;
+    ensure_eq!(
+        answer,
+        json!({"status": "applied"}),
+        "turn/settings/update result"
+    );
+    world.release("step").await?;
+    let turn = wait_turn(&app, started, Duration::from_secs(30)).await?;
+    ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
+    let requests = world.expect_requests(2).await?;
+    let models: Vec<serde_json::Value> = requests.iter().map(|r| r.body["model"].clone()).collect();
+    ensure_eq!(
+        models,
+        vec![json!(first), json!(second)],
+        "the model of each step's request"
+    );
+    ensure_eq!(
+        requests[1].body["reasoning"]["effort"],
+        json!("high"),
+        "the next step's reasoning effort"
     );
     world.finish().await
 }
