@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use codex_parity::app_server::turn::{TurnOptions, TurnStatus, start_turn, text, wait_turn};
-use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::codex::{binaries, versions};
 use codex_parity::harness::runner::Target;
 use codex_parity::harness::scenario::{Ctx, Scenario};
 use codex_parity::scenarios::setup;
@@ -145,6 +145,78 @@ fn a_run_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
             all.contains("codex-parity: removed 1 directory(ies) of killed runs from "),
             "{all}"
         );
+        sandbox.assert_clean("after the run that followed the killed one");
+    });
+}
+
+/// Listeners do not stop when their stdin closes (a stdio app-server does): a run killed
+/// with SIGKILL in the middle of unix:// listener scenarios leaves no listener, and the next
+/// run removes the sockets the killed run's links lead to in `/tmp/codex-daemon-UID/`
+/// (codex 0.161.0 and later make those links; with an older codex only the processes are
+/// checked).
+#[test]
+fn a_killed_run_leaves_no_listener_and_the_next_removes_its_sockets() {
+    let binary = tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(target())
+        .binary;
+    let links_sockets = versions::sort_key(&binary.version) >= versions::sort_key("0.161.0");
+    let codex = binary.path.to_str().expect("utf-8 path");
+    let sandbox = Sandbox::with_real_baselines();
+    without_touching_the_repository("a run with listeners killed with SIGKILL", || {
+        let mut child = sandbox.spawn(&[
+            "run",
+            "--codex-bin",
+            codex,
+            "--filter",
+            "over_unix_listener",
+            "--jobs",
+            "5",
+        ]);
+        // The links a world's unix listener makes (codex 0.161.0 and later) lead to sockets
+        // in /tmp/codex-daemon-UID/: the next run must remove those the killed run left.
+        let links = || -> Vec<PathBuf> {
+            Sandbox::leftovers(&sandbox.tmp)
+                .iter()
+                .map(|p| sandbox.tmp.join(p))
+                .filter(|p| p.is_symlink())
+                .filter_map(|p| std::fs::read_link(p).ok())
+                .filter(|t| {
+                    t.parent()
+                        .and_then(|d| d.file_name())
+                        .is_some_and(|n| n.to_string_lossy().starts_with("codex-daemon-"))
+                })
+                .collect()
+        };
+        if links_sockets {
+            assert!(
+                support::wait_until(Duration::from_secs(30), || !links().is_empty()),
+                "no listener's socket link appeared: {:?}",
+                sandbox.processes()
+            );
+        } else {
+            sandbox.wait_for_running("--listen unix://", 5, Duration::from_secs(30));
+        }
+        support::signal(child.id(), Signal::KILL);
+        child.wait().expect("the killed run");
+        let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+        assert!(
+            left.is_empty(),
+            "processes left by the killed run: {left:?}"
+        );
+        let sockets: Vec<PathBuf> = links().into_iter().filter(|s| s.exists()).collect();
+        assert!(
+            !links_sockets || !sockets.is_empty(),
+            "the killed run left no socket to remove"
+        );
+        let (output, _) = sandbox.run(&["run", "--codex-bin", codex, "--filter", "A1"]);
+        let all = support::text(&output);
+        assert_eq!(output.status.code(), Some(0), "{all}");
+        for socket in &sockets {
+            assert!(!socket.exists(), "{} is still there", socket.display());
+            let lock = PathBuf::from(format!("{}.lock", socket.display()));
+            assert!(!lock.exists(), "{} is still there", lock.display());
+        }
         sandbox.assert_clean("after the run that followed the killed one");
     });
 }

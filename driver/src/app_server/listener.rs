@@ -12,7 +12,9 @@
 //! ([`Listener::http_get`]) reaches its `/readyz` and `/healthz`.
 //!
 //! The process runs in its own process group, killed with it when the [`Listener`] is
-//! killed or dropped.
+//! killed or dropped. Unlike a stdio app-server, which exits when the harness dies and its
+//! stdin closes, a listener would outlive a harness killed with SIGKILL: it is started with
+//! the parent-death signal set to SIGKILL ([`die_with_parent`]), so nothing is orphaned.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -111,6 +113,7 @@ impl Listener {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        die_with_parent(&mut command);
         let mut child = command
             .spawn()
             .with_context(|| format!("{}: cannot start {}", cmd.label, cmd.program.display()))?;
@@ -346,6 +349,27 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Makes the process `command` starts receive SIGKILL when this process dies (Linux's
+/// parent-death signal), and exit at once if this process died before that was set.
+pub(crate) fn die_with_parent(command: &mut Command) {
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: `prctl(PR_SET_PDEATHSIG)`, `getppid` and `kill`
+    // are system calls, and nothing here allocates or takes a lock.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::KILL,
+                );
+            }
+            Ok(())
+        });
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::process::{Child, Command};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::app_server::child::StderrTail;
-use crate::app_server::listener::CONNECT_TIMEOUT;
+use crate::app_server::listener::{CONNECT_TIMEOUT, die_with_parent};
 use crate::app_server::{AppServer, AppServerCommand};
 
 /// How long `daemon version` may take.
@@ -31,7 +31,8 @@ pub fn control_socket(home: &std::path::Path) -> std::path::PathBuf {
         .join("app-server-control.sock")
 }
 
-/// A running `codex app-server proxy`: killed (its process group) when dropped.
+/// A running `codex app-server proxy`: killed (its process group) when dropped, and when
+/// this process dies.
 pub struct Proxy {
     child: Child,
     stderr: Arc<StderrTail>,
@@ -43,7 +44,8 @@ impl Proxy {
     /// stdio; the client is not initialized.
     pub async fn connect(cmd: &AppServerCommand) -> anyhow::Result<(Proxy, AppServer)> {
         let label = format!("{} proxy", cmd.label);
-        let mut child = Command::new(&cmd.program)
+        let mut command = Command::new(&cmd.program);
+        command
             .arg("app-server")
             .arg("proxy")
             .args(&cmd.args)
@@ -54,7 +56,9 @@ impl Proxy {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        die_with_parent(&mut command);
+        let mut child = command
             .spawn()
             .with_context(|| format!("{label}: cannot start {}", cmd.program.display()))?;
         let stdin = child.stdin.take().context("no stdin pipe")?;

@@ -8,6 +8,11 @@
 //! `codex-parity-run-*` whose lock it can take, and never one a live run holds. A directory
 //! still without a lock file (a run between making it and locking it) is left alone until
 //! it is a minute old.
+//!
+//! One thing a run makes outside its directory: the socket of a `codex app-server --listen
+//! unix://PATH` (codex 0.161.0 and later make PATH a symbolic link to a socket in
+//! `/tmp/codex-daemon-UID/`, with a `.lock` beside it). A listener removes both when it is
+//! stopped; for a killed run, the links left in its directory lead the next run to them.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -67,12 +72,44 @@ pub fn sweep(parent: &Path) -> Vec<PathBuf> {
         let path = entry.path();
         let is_run = entry.file_name().to_string_lossy().starts_with(PREFIX)
             && entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_run && abandoned(&path) && std::fs::remove_dir_all(&path).is_ok() {
-            removed.push(path);
+        if is_run && abandoned(&path) {
+            release_daemon_sockets(&path, 4);
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed.push(path);
+            }
         }
     }
     removed.sort();
     removed
+}
+
+/// Removes the codex daemon sockets (and their `.lock` files) that symbolic links in `dir`,
+/// up to `depth` levels down, lead to: a socket in a directory named `codex-daemon-…`.
+fn release_daemon_sockets(dir: &Path, depth: usize) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth > 0 {
+            release_daemon_sockets(&entry.path(), depth - 1);
+        } else if kind.is_symlink()
+            && let Ok(target) = std::fs::read_link(entry.path())
+            && target
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n.to_string_lossy().starts_with("codex-daemon-"))
+            && std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_socket())
+        {
+            let _ = std::fs::remove_file(&target);
+            let mut lock = target.into_os_string();
+            lock.push(".lock");
+            let _ = std::fs::remove_file(lock);
+        }
+    }
 }
 
 /// Whether the run of `dir` is dead: its lock can be taken (a live run holds it), or it
@@ -121,5 +158,33 @@ mod tests {
             !live_path.exists() && !second_path.exists(),
             "dropping removes it"
         );
+    }
+
+    #[test]
+    fn a_dead_runs_daemon_sockets_go_with_it_and_others_stay() {
+        let parent = tempfile::tempdir().unwrap();
+        let daemon = parent.path().join("codex-daemon-0");
+        std::fs::create_dir(&daemon).unwrap();
+        let socket = |name: &str| {
+            let path = daemon.join(name);
+            let bound = std::os::unix::net::UnixListener::bind(&path).unwrap();
+            std::fs::write(daemon.join(format!("{name}.lock")), "").unwrap();
+            (path, bound)
+        };
+        let (ours, _a) = socket("ours");
+        let (theirs, _b) = socket("theirs");
+        let dead = parent.path().join(format!("{PREFIX}dead"));
+        let world = dead.join("codex-parity-w");
+        std::fs::create_dir_all(&world).unwrap();
+        std::fs::write(dead.join(LOCK), "").unwrap();
+        std::os::unix::fs::symlink(&ours, world.join("app-server-1.sock")).unwrap();
+        // A link to something that is not a daemon socket is never followed to a removal.
+        let plain = parent.path().join("plain.txt");
+        std::fs::write(&plain, "keep").unwrap();
+        std::os::unix::fs::symlink(&plain, world.join("other")).unwrap();
+        assert_eq!(sweep(parent.path()), vec![dead.clone()]);
+        assert!(!ours.exists() && !daemon.join("ours.lock").exists());
+        assert!(theirs.exists() && daemon.join("theirs.lock").exists());
+        assert!(plain.exists());
     }
 }
