@@ -455,4 +455,115 @@ mod tests {
         let _ = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|e| e.is_some())).await;
         assert!(listener.exit_status().is_some(), "the process was killed");
     }
+
+    /// A fake `codex` that prints codex's banner for `address` on stderr, then waits.
+    fn banner_codex(dir: &std::path::Path, address: &str) -> AppServerCommand {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("codex");
+        let script = format!(
+            "#!/bin/sh\necho 'codex app-server (WebSockets)' >&2\necho '  listening on: ws://{address}' >&2\nexec sleep 30\n"
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        AppServerCommand {
+            program: path,
+            args: vec![],
+            env: vec![],
+            cwd: dir.to_path_buf(),
+            label: "fake".into(),
+        }
+    }
+
+    /// A ws:// listener of the test's own: a handshake without the right bearer is refused
+    /// with 401 (typed, with its body), one with it is served; the address comes from the
+    /// banner on stderr.
+    #[tokio::test]
+    async fn a_ws_listener_is_found_by_its_banner_and_a_refusal_is_typed() {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message as Frame;
+        use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+        let dir = tempfile::tempdir().unwrap();
+        let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = socket.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = socket.accept().await.unwrap();
+                let check = |request: &Request, response: Response| {
+                    let auth = request.headers().get("authorization");
+                    if auth.is_some_and(|a| a == "Bearer right") {
+                        Ok(response)
+                    } else {
+                        let mut refused = ErrorResponse::new(Some("no token".into()));
+                        *refused.status_mut() = http::StatusCode::UNAUTHORIZED;
+                        Err(refused)
+                    }
+                };
+                let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, check).await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    while let Some(Ok(Frame::Text(text))) = ws.next().await {
+                        let call: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+                        let reply =
+                            serde_json::json!({"id": call["id"], "result": {"userAgent": "ws"}});
+                        ws.send(Frame::text(reply.to_string())).await.unwrap();
+                    }
+                });
+            }
+        });
+        let listener = Listener::spawn(&banner_codex(dir.path(), &address), &ListenAt::WebSocket)
+            .await
+            .unwrap();
+        assert_eq!(
+            listener.endpoint(),
+            &Endpoint::WebSocket(format!("ws://{address}"))
+        );
+        match listener.connect().await {
+            Err(e) => assert!(e.to_string().contains("HTTP 401"), "{e}"),
+            Ok(_) => panic!("a handshake without the token was served"),
+        }
+        match listener
+            .connect_with(&[("Authorization", "Bearer wrong")])
+            .await
+        {
+            Err(ConnectError::Refused { status, body }) => {
+                assert_eq!((status, body.as_str()), (401, "no token"))
+            }
+            Err(e) => panic!("refused otherwise: {e}"),
+            Ok(_) => panic!("a wrong token was served"),
+        }
+        let app = listener
+            .connect_with(&[("Authorization", "Bearer right")])
+            .await
+            .unwrap();
+        assert_eq!(app.label(), "fake#3");
+        assert_eq!(app.initialize(false).await.unwrap()["userAgent"], "ws");
+        listener.kill();
+    }
+
+    /// `http_get` sends a plain request to a ws:// listener and reads its status and body.
+    #[tokio::test]
+    async fn a_plain_http_request_reaches_a_ws_listener() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = tempfile::tempdir().unwrap();
+        let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = socket.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut stream, _) = socket.accept().await.unwrap();
+            let mut request = vec![0; 1024];
+            let n = stream.read(&mut request).await.unwrap();
+            let request = String::from_utf8_lossy(&request[..n]).into_owned();
+            let line = request.lines().next().unwrap_or("").to_string();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{line}",
+                line.len()
+            );
+            stream.write_all(answer.as_bytes()).await.unwrap();
+        });
+        let listener = Listener::spawn(&banner_codex(dir.path(), &address), &ListenAt::WebSocket)
+            .await
+            .unwrap();
+        let (status, body) = listener.http_get("/readyz", &[]).await.unwrap();
+        assert_eq!((status, body.as_str()), (200, "GET /readyz HTTP/1.1"));
+    }
 }

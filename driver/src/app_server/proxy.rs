@@ -147,3 +147,82 @@ pub async fn daemon_version(cmd: &AppServerCommand) -> anyhow::Result<Value> {
     );
     serde_json::from_str(stdout.trim()).with_context(|| format!("{shown} printed {stdout:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::{SinkExt, StreamExt};
+    use std::os::unix::fs::PermissionsExt;
+    use tokio_tungstenite::tungstenite::Message as Frame;
+
+    /// A fake `codex` whose `app-server proxy` relays its stdio to the unix socket `socket`
+    /// byte for byte, as codex's does (Python, no third-party module).
+    fn fake_codex(dir: &std::path::Path, socket: &std::path::Path) -> std::path::PathBuf {
+        let script = format!(
+            r#"#!/usr/bin/env python3
+import os, socket, sys, threading
+assert sys.argv[1:3] == ["app-server", "proxy"], sys.argv
+s = socket.socket(socket.AF_UNIX)
+s.connect({socket:?})
+def up():
+    while True:
+        b = os.read(0, 65536)
+        if not b:
+            break
+        s.sendall(b)
+threading.Thread(target=up, daemon=True).start()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    os.write(1, b)
+"#,
+            socket = socket.display().to_string()
+        );
+        let path = dir.join("codex");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn a_websocket_client_speaks_through_the_proxys_stdio() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("control.sock");
+        let server = tokio::net::UnixListener::bind(&socket).unwrap();
+        tokio::spawn(async move {
+            let (stream, _) = server.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+            while let Some(Ok(Frame::Text(text))) = ws.next().await {
+                let call: Value = serde_json::from_str(text.as_str()).unwrap();
+                if let Some(id) = call.get("id") {
+                    let reply = serde_json::json!({"id": id, "result": {"userAgent": "relayed"}});
+                    ws.send(Frame::text(reply.to_string())).await.unwrap();
+                }
+            }
+        });
+        let cmd = AppServerCommand {
+            program: fake_codex(dir.path(), &socket),
+            args: vec![],
+            env: vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())],
+            cwd: dir.path().to_path_buf(),
+            label: "fake".into(),
+        };
+        let (mut proxy, app) = Proxy::connect(&cmd).await.unwrap();
+        assert_eq!(app.label(), "fake proxy");
+        let result = app.initialize(false).await.unwrap();
+        assert_eq!(result["userAgent"], "relayed");
+        assert_eq!(proxy.exited(), None, "the proxy is still relaying");
+        let pid = proxy.child.id().unwrap();
+        drop(app);
+        drop(proxy);
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+        });
+        assert!(gone, "the proxy {pid} outlived its handle");
+    }
+}
