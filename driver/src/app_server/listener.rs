@@ -478,6 +478,8 @@ mod tests {
     /// with 401 (typed, with its body), one with it is served; the address comes from the
     /// banner on stderr.
     #[tokio::test]
+    // tungstenite's handshake callback returns its own large error type.
+    #[allow(clippy::result_large_err)]
     async fn a_ws_listener_is_found_by_its_banner_and_a_refusal_is_typed() {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message as Frame;
