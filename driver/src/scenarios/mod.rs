@@ -1,17 +1,19 @@
-//! The parity scenarios, grouped as in the catalogue (`docs/scenarios.md`): `executor` (group A),
-//! `goal` and `goal_continuation` (group B), `history` (group C), `files` (group D),
+//! The parity scenarios, grouped as in the catalogue (`docs/scenarios.md`): `executor`
+//! (group A), `goal` and `goal_continuation` (group B), `history` (group C), `files` (group D),
 //! `request_shape` (E1), `lifecycle` (E2, E3, E15), `protocol` (E16), `threads` (E4–E7),
 //! `dynamic_tools` (E8), `interaction` (E9, E10, E12), `approvals` (E11), `reasoning` (E13),
-//! `fault` (E14), group F: `websocket` (F1, F2), `websocket_fallback` (F3–F6), `websocket_faults`
-//! (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and `compaction` (F14–F16), and group
-//! G: `overrides` (G1, G2), `user_input` (G3–G6), `thread_lifecycle` (G7–G11), `plan_items`
-//! (G12–G15), `mcp` (G16–G23) and `review` (G24–G27), group H: `paged_history` (H1–H5),
-//! `settings_updates` (H6), `startup_reads` (H10–H16), `server_requests` (H20–H22), `auth_refresh`
-//! (H23–H25), `mcp_elicitation` (H26–H28) and `model_notices` (H30–H33), group I: `listeners`
-//! (I1–I10) `listener_clients` (I11–I16) and `app_server_faults` (I20–I23), and group X: `exec`
-//! (X1–X7) and `exec_flags` (X8–X12); [`registry()`] lists them all. An integrator's scenario files
-//! become scenarios of the same kind in the layer below (`crate::scenario_file`). Each group file
-//! declares its scenarios with [`scenario!`](crate::scenario) in its `scenarios()`.
+//! `fault` (E14); group F: `websocket` (F1, F2), `websocket_fallback` (F3–F6),
+//! `websocket_faults` (F7–F9), `sse_stream` (F10–F12), `rate_limits` (F13, F17) and
+//! `compaction` (F14–F16); group G: `overrides` (G1, G2), `user_input` (G3–G6),
+//! `thread_lifecycle` (G7–G11), `plan_items` (G12–G15), `mcp` (G16–G23) and `review`
+//! (G24–G27); group H: `paged_history` (H1–H5, H7), `settings_updates` (H6, H8),
+//! `startup_reads` (H10–H16), `thread_metadata` (H17), `server_requests` (H20–H22),
+//! `auth_refresh` (H23–H25), `mcp_elicitation` (H26–H28), `model_notices` (H30–H33) and
+//! `reasoning` (H34); group I: `listeners` (I1–I10), `listener_clients` (I11–I16) and
+//! `app_server_faults` (I20–I25); and group X: `exec` (X1–X7) and `exec_flags` (X8–X12).
+//! [`registry()`] lists them all. An integrator's scenario files become scenarios of the same
+//! kind in the layer below (`crate::scenario_file`). Each group file declares its scenarios
+//! with [`scenario!`](crate::scenario) in its `scenarios()`.
 
 pub mod app_server_faults;
 pub mod approvals;
@@ -49,6 +51,7 @@ pub mod sse_stream;
 pub mod startup_reads;
 pub mod support;
 pub mod thread_lifecycle;
+pub mod thread_metadata;
 pub mod threads;
 pub mod user_input;
 pub mod websocket;

@@ -37,6 +37,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::paged_history::scenarios,
         scenarios::settings_updates::scenarios,
         scenarios::startup_reads::scenarios,
+        scenarios::thread_metadata::scenarios,
         scenarios::server_requests::scenarios,
         scenarios::auth_refresh::scenarios,
         scenarios::mcp_elicitation::scenarios,
