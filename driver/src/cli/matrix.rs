@@ -38,7 +38,8 @@ pub(crate) struct MatrixArgs {
     #[arg(long, value_name = "N", requires = "releases")]
     pub(crate) every: Option<usize>,
     /// Run only scenarios whose name contains this text or whose catalogue id it names
-    /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e).
+    /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e);
+    /// several, comma-separated, run what any of them selects (`--filter H8,H17,I`).
     #[arg(long, value_name = "TEXT")]
     pub(crate) filter: Option<String>,
     /// Scenario files and extra baselines.

@@ -170,8 +170,15 @@ impl Scenario {
     }
 
     /// Whether `--filter text` selects it: its name contains `text`, or `text` is its id,
-    /// a group letter (`A`), or an id its own extends with a letter (`E11` for `E11a`).
+    /// a group letter (`A`), or an id its own extends with a letter (`E11` for `E11a`); a
+    /// comma-separated list (`H8,H17`) selects what any of its parts does.
     pub fn matches(&self, text: &str) -> bool {
+        if text.contains(',') {
+            return text
+                .split(',')
+                .map(str::trim)
+                .any(|part| !part.is_empty() && self.matches(part));
+        }
         self.name.contains(text)
             || self.id.strip_prefix(text).is_some_and(|rest| {
                 !(text.ends_with(|c: char| c.is_ascii_digit())
@@ -318,6 +325,10 @@ mod tests {
         assert!(s("A7").matches("A"));
         assert!(s("E9").matches("interrupt"));
         assert!(!s("E9").matches("steer"));
+        assert!(s("H17").matches("H8,H17"));
+        assert!(s("E9").matches("nothing, interrupt"));
+        assert!(!s("E15").matches("E1,A"));
+        assert!(!s("E9").matches(","));
     }
 
     #[test]
