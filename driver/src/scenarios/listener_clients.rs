@@ -313,26 +313,33 @@ async fn reconnect(ctx: &Ctx) -> anyhow::Result<()> {
     world.requests_arrived(1, Duration::from_secs(10)).await?;
     leaving.kill();
     world.release("answer").await?;
-    // The turn goes on without a client; give it time to end before coming back.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let back = client(&mut world, &listener).await?;
     let resumed = back
         .thread_resume(&thread, json!({}))
         .await
         .context("thread/resume after the reconnect")?;
-    let turns = resumed
-        .pointer("/thread/turns")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let first = turns
-        .iter()
-        .find(|t| t["id"] == json!(started.id))
-        .with_context(|| format!("the resumed thread has no turn {}: {resumed}", started.id))?;
+    ensure!(
+        status_of(&resumed, &started.id).is_some(),
+        "the resumed thread has no turn {}: {resumed}",
+        started.id
+    );
+    // The turn goes on without a client: it ends by itself, seen by thread/read.
+    let mut status = None;
+    for _ in 0..100 {
+        let read = back
+            .thread_read(&thread, json!({"includeTurns": true}))
+            .await
+            .context("thread/read after the reconnect")?;
+        status = status_of(&read, &started.id);
+        if status.as_ref().is_some_and(|s| s != "inProgress") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     ensure_eq!(
-        first["status"],
-        json!("completed"),
-        "the left turn's status"
+        status,
+        Some(json!("completed")),
+        "the left turn's status (within 10 s)"
     );
     let second = run_turn(
         &back,
@@ -355,6 +362,16 @@ async fn reconnect(ctx: &Ctx) -> anyhow::Result<()> {
         );
     }
     world.finish().await
+}
+
+/// The status of the turn `id` in a `thread/resume` or `thread/read` result.
+fn status_of(result: &Value, id: &str) -> Option<Value> {
+    result
+        .pointer("/thread/turns")?
+        .as_array()?
+        .iter()
+        .find(|t| t["id"] == id)
+        .map(|t| t["status"].clone())
 }
 
 /// The token I14's listener is given (in a file, as `--ws-token-file` wants).
