@@ -52,6 +52,18 @@ fn spawn_e14(sandbox: &Sandbox, codex: &str) -> std::process::Child {
     ])
 }
 
+/// Kills the run `child` with SIGKILL and fails naming any process of the sandbox still
+/// alive 10 s later.
+fn kill_and_expect_no_process(sandbox: &Sandbox, mut child: std::process::Child) {
+    support::signal(child.id(), Signal::KILL);
+    child.wait().expect("the killed run");
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "processes left by the killed run: {left:?}"
+    );
+}
+
 fn codex_path() -> PathBuf {
     tokio::runtime::Runtime::new()
         .expect("a runtime")
@@ -114,15 +126,9 @@ fn a_run_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
     let codex = codex.to_str().expect("utf-8 path");
     let sandbox = Sandbox::with_real_baselines();
     without_touching_the_repository("a run killed with SIGKILL", || {
-        let mut child = spawn_e14(&sandbox, codex);
+        let child = spawn_e14(&sandbox, codex);
         sandbox.wait_for_running("app-server", 2, Duration::from_secs(30));
-        support::signal(child.id(), Signal::KILL);
-        child.wait().expect("the killed run");
-        let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
-        assert!(
-            left.is_empty(),
-            "processes left by the killed run: {left:?}"
-        );
+        kill_and_expect_no_process(&sandbox, child);
         let run_dirs: Vec<String> = std::fs::read_dir(&sandbox.tmp)
             .expect("TMPDIR")
             .flatten()
@@ -164,7 +170,7 @@ fn a_killed_run_leaves_no_listener_and_the_next_removes_its_sockets() {
     let codex = binary.path.to_str().expect("utf-8 path");
     let sandbox = Sandbox::with_real_baselines();
     without_touching_the_repository("a run with listeners killed with SIGKILL", || {
-        let mut child = sandbox.spawn(&[
+        let child = sandbox.spawn(&[
             "run",
             "--codex-bin",
             codex,
@@ -197,13 +203,7 @@ fn a_killed_run_leaves_no_listener_and_the_next_removes_its_sockets() {
         } else {
             sandbox.wait_for_running("--listen unix://", 5, Duration::from_secs(30));
         }
-        support::signal(child.id(), Signal::KILL);
-        child.wait().expect("the killed run");
-        let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
-        assert!(
-            left.is_empty(),
-            "processes left by the killed run: {left:?}"
-        );
+        kill_and_expect_no_process(&sandbox, child);
         let sockets: Vec<PathBuf> = links().into_iter().filter(|s| s.exists()).collect();
         assert!(
             !links_sockets || !sockets.is_empty(),

@@ -56,6 +56,34 @@ pub struct AppServerCommand {
     pub label: String,
 }
 
+impl AppServerCommand {
+    /// `program app-server SUBCOMMAND… ARGS AFTER…` with exactly the command's environment
+    /// and cwd, in a process group of its own, killed when dropped; `(stdin, stdout)` as
+    /// given, stderr piped.
+    pub(crate) fn process(
+        &self,
+        subcommand: &[&str],
+        after: &[&str],
+        (stdin, stdout): (Stdio, Stdio),
+    ) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .arg("app-server")
+            .args(subcommand)
+            .args(&self.args)
+            .args(after)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        command
+    }
+}
+
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -291,18 +319,7 @@ pub struct AppServer {
 impl AppServer {
     /// Spawns `program app-server ARGS` with exactly the given environment.
     pub fn spawn(cmd: &AppServerCommand) -> anyhow::Result<AppServer> {
-        let mut command = Command::new(&cmd.program);
-        command
-            .arg("app-server")
-            .args(&cmd.args)
-            .env_clear()
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&cmd.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let mut command = cmd.process(&[], &[], (Stdio::piped(), Stdio::piped()));
         let mut child = command.spawn().map_err(|e| {
             anyhow::anyhow!(
                 "{}: cannot start {} app-server: {e}",

@@ -99,20 +99,8 @@ impl Listener {
     /// Starts `program app-server ARGS --listen URL` and waits (at most [`BIND_TIMEOUT`])
     /// until it listens; the error carries codex's stderr tail.
     pub async fn spawn(cmd: &AppServerCommand, at: &ListenAt) -> anyhow::Result<Listener> {
-        let mut command = Command::new(&cmd.program);
-        command
-            .arg("app-server")
-            .args(&cmd.args)
-            .arg("--listen")
-            .arg(at.url())
-            .env_clear()
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&cmd.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let url = at.url();
+        let mut command = cmd.process(&[], &["--listen", &url], (Stdio::null(), Stdio::null()));
         die_with_parent(&mut command);
         let mut child = command
             .spawn()

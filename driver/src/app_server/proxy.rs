@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::app_server::child::StderrTail;
@@ -44,19 +44,7 @@ impl Proxy {
     /// stdio; the client is not initialized.
     pub async fn connect(cmd: &AppServerCommand) -> anyhow::Result<(Proxy, AppServer)> {
         let label = format!("{} proxy", cmd.label);
-        let mut command = Command::new(&cmd.program);
-        command
-            .arg("app-server")
-            .arg("proxy")
-            .args(&cmd.args)
-            .env_clear()
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&cmd.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let mut command = cmd.process(&["proxy"], &[], (Stdio::piped(), Stdio::piped()));
         die_with_parent(&mut command);
         let mut child = command
             .spawn()
@@ -112,20 +100,12 @@ impl Drop for Proxy {
     }
 }
 
-/// Runs `codex app-server daemon version` in `cmd`'s environment (its own process group,
-/// killed after it, within 10 s) and returns the JSON it printed.
+/// Runs `codex app-server daemon ARGS version` in `cmd`'s environment (its own process
+/// group, killed after it, within 10 s) and returns the JSON it printed.
 pub async fn daemon_version(cmd: &AppServerCommand) -> anyhow::Result<Value> {
     let shown = format!("{} app-server daemon version", cmd.label);
-    let child = Command::new(&cmd.program)
-        .args(["app-server", "daemon", "version"])
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&cmd.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
+    let child = cmd
+        .process(&["daemon"], &["version"], (Stdio::null(), Stdio::piped()))
         .spawn()
         .with_context(|| format!("cannot run {shown}"))?;
     let group = child

@@ -47,7 +47,7 @@ fn git() -> Value {
 }
 
 /// Sets the thread's name and waits for `thread/name/updated` naming it.
-async fn name(app: &AppServer, thread: &str, name: &str) -> anyhow::Result<()> {
+pub(crate) async fn name(app: &AppServer, thread: &str, name: &str) -> anyhow::Result<()> {
     let cursor = app.cursor();
     app.call("thread/name/set", json!({"threadId": thread, "name": name}))
         .await

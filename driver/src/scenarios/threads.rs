@@ -200,23 +200,7 @@ async fn bookkeeping(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// Names the thread (notified) and reads it back: its name and its one turn.
 async fn name_then_read(app: &AppServer, thread: &str, turn_id: &str) -> anyhow::Result<()> {
-    let cursor = app.cursor();
-    app.call(
-        "thread/name/set",
-        json!({"threadId": thread, "name": "parity name"}),
-    )
-    .await
-    .context("thread/name/set")?;
-    let named = app
-        .wait_notification(cursor, "thread/name/updated", Duration::from_secs(5), |p| {
-            p["threadId"] == thread
-        })
-        .await?;
-    ensure_eq!(
-        named.params()["threadName"],
-        json!("parity name"),
-        "thread/name/updated threadName"
-    );
+    super::thread_metadata::name(app, thread, "parity name").await?;
     let read = app
         .thread_read(thread, json!({"includeTurns": true}))
         .await
