@@ -210,9 +210,7 @@ impl Listener {
                     self.handshake(url, stream, headers, &label).await
                 }
                 Endpoint::Unix(path) => {
-                    let stream = tokio::net::UnixStream::connect(path)
-                        .await
-                        .with_context(|| format!("connecting to {}", path.display()))?;
+                    let stream = connect_unix(path).await?;
                     self.handshake("ws://localhost/", stream, headers, &label)
                         .await
                 }
@@ -337,6 +335,19 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Connects to the unix socket at `path`, again while it refuses: codex makes the socket's
+/// file when it binds, a moment before it listens (the caller bounds the wait).
+async fn connect_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixStream> {
+    loop {
+        match tokio::net::UnixStream::connect(path).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            result => return result.with_context(|| format!("connecting to {}", path.display())),
+        }
     }
 }
 

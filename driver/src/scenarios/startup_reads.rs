@@ -537,12 +537,14 @@ async fn sections(ctx: &Ctx) -> anyhow::Result<()> {
         (&json!(id), &json!("Parity 2")),
         "threadSection/update section id and name"
     );
-    // The whole section, as the catalogue has it: the fields it carries (values aside).
-    let fields: Vec<&String> = section
+    // The whole section, as the catalogue has it: the fields it carries (values aside), in
+    // alphabetical order (codex's own order varies).
+    let mut fields: Vec<&String> = section
         .as_object()
         .into_iter()
         .flat_map(|o| o.keys())
         .collect();
+    fields.sort();
     ctx.expect(
         "section.update_fields",
         json!(["appearance", "id", "name"]),
