@@ -1,7 +1,7 @@
 //! The codex layer: a codex binary (probe and version), where it comes from (resolution,
-//! npm install, the cache), what it supports (its protocol schema, the help of its `exec` and `app-server` commands
-//! and the capabilities read from them) and how two binaries differ (schema diff). Knows nothing of
-//! scenarios.
+//! npm install, the cache), what it supports (its protocol schema, the help of its `exec`
+//! and `app-server` commands and the capabilities read from them) and how two binaries
+//! differ (schema diff). Knows nothing of scenarios.
 
 pub mod app_server_flags;
 pub mod binaries;

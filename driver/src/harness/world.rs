@@ -1,9 +1,10 @@
 //! One scenario's isolated world: a fresh sidecar, a fresh `CODEX_HOME` with the mock
 //! provider's `config.toml`, a fresh workspace, a recording proxy, and the `codex
 //! app-server` processes started in it, each talking to its client over stdio or, where the
-//! world's [`Listen`] says so, over the connections of an app-server listener. [`World::finish`] runs the checks every scenario
-//! ends with (all scripts served, nothing unscripted, tool calls paired, no escape, one
-//! `turn/completed` per turn, no unexpected turn).
+//! world's [`Listen`] says so, over the connections of an app-server listener.
+//! [`World::finish`] runs the checks every scenario ends with (all scripts served, nothing
+//! unscripted, tool calls paired, no escape, one `turn/completed` per turn, no unexpected
+//! turn).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
