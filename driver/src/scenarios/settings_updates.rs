@@ -128,27 +128,48 @@ async fn turn_settings_update(ctx: &Ctx) -> anyhow::Result<()> {
             "turn/settings/update",
             json!({"threadId": thread, "turnId": started.id, "model": second, "effort": "high"}),
         )
-        .await
-        .context("turn/settings/update")?;
-    ensure_eq!(
-        answer,
-        json!({"status": "applied"}),
-        "turn/settings/update result"
-    );
+        .await;
+    // Codex may refuse the switch (a requirement of the other model): drift, and the turn
+    // goes on with the model it had.
+    let switched = match answer {
+        Ok(answer) => {
+            ensure_eq!(
+                answer,
+                json!({"status": "applied"}),
+                "turn/settings/update result"
+            );
+            true
+        }
+        Err(e) => {
+            let rpc = e
+                .rpc()
+                .cloned()
+                .with_context(|| format!("turn/settings/update: {e}"))?;
+            ctx.drift(
+                "turn_settings.update_refused",
+                json!({"code": rpc.code, "message": rpc.message}),
+                format!("turn/settings/update from {first} to {second} refused: {rpc:?}"),
+            );
+            false
+        }
+    };
     world.release("step").await?;
     let turn = wait_turn(&app, started, Duration::from_secs(30)).await?;
     ensure_eq!(turn.status, TurnStatus::Completed, "turn status");
     let requests = world.expect_requests(2).await?;
     let models: Vec<serde_json::Value> = requests.iter().map(|r| r.body["model"].clone()).collect();
+    let next = if switched { &second } else { &first };
     ensure_eq!(
         models,
-        vec![json!(first), json!(second)],
+        vec![json!(first), json!(next)],
         "the model of each step's request"
     );
-    ensure_eq!(
-        requests[1].body["reasoning"]["effort"],
-        json!("high"),
-        "the next step's reasoning effort"
-    );
+    if switched {
+        ensure_eq!(
+            requests[1].body["reasoning"]["effort"],
+            json!("high"),
+            "the next step's reasoning effort"
+        );
+    }
     world.finish().await
 }
