@@ -21,8 +21,12 @@ use codex_parity::scenario_file;
 use codex_parity::scenarios::registry;
 
 /// Each example file's scenario and the built-in scenario it mirrors.
-const PAIRS: [(&str, &str); 7] = [
+const PAIRS: [(&str, &str); 8] = [
     ("file_streaming_deltas", "streaming_deltas"),
+    (
+        "file_streaming_deltas_over_ws_listener",
+        "streaming_deltas_over_ws_listener",
+    ),
     (
         "file_goal_on_thread_before_first_turn",
         "goal_on_thread_before_first_turn",

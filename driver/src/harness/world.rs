@@ -88,13 +88,16 @@ pub struct WorldOptions {
     pub listen: Listen,
 }
 
-/// How a world's app-server talks to its client (`codex app-server --listen`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How a world's app-server talks to its client (`codex app-server --listen`); a scenario
+/// file says `stdio`, `ws` or `unix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Listen {
     /// JSON lines on stdin and stdout, one client per process (the default).
     #[default]
     Stdio,
     /// `--listen ws://127.0.0.1:0`: WebSocket connections over loopback TCP.
+    #[serde(rename = "ws")]
     WebSocket,
     /// `--listen unix://PATH`: WebSocket connections over a unix socket in the world.
     Unix,

@@ -96,6 +96,9 @@ pub struct CodexSection {
     pub allow_autonomous_turns: Option<bool>,
     /// Offer the Responses WebSocket (`supports_websockets = true`).
     pub websocket: Option<bool>,
+    /// How the app-server talks to the file's client: `stdio` (the default), or a
+    /// connection to its `--listen` `ws` or `unix` listener.
+    pub listen: Option<crate::harness::world::Listen>,
     /// `--enable FEATURE` for each feature whose method the binary's schema marks
     /// experimental: `{ goals = "thread/goal/set" }`.
     #[serde(default)]

@@ -681,6 +681,13 @@ mod tests {
             e[0].contains("unknown field `colour`, expected one of `name`"),
             "{e:?}"
         );
+        let e = errors("[codex]\nlisten = \"tcp\"\n");
+        assert!(
+            e[0].starts_with(
+                "f.toml:5:10: unknown variant `tcp`, expected one of `stdio`, `ws`, `unix`"
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub use diagnostic::{FileError, LoadError};
 pub use load::Compiled;
 
 use crate::harness::scenario::Scenario;
+use crate::harness::world::Listen;
 
 /// The environment variable naming directories of scenario files for the parity test
 /// harness (`cargo test --features codex-parity`), separated like `PATH`.
@@ -57,13 +58,20 @@ pub fn scenario(c: Compiled) -> Scenario {
     let (name, id, summary) = (leak(&c.name), leak(&c.id), leak(&c.summary));
     let timeout = c.timeout;
     let requires = c.requires.clone();
+    let listen = c.codex.listen.unwrap_or_default();
     let c = Arc::new(c);
-    Scenario::new(name, id, summary, move |ctx| {
+    let scenario = Scenario::new(name, id, summary, move |ctx| {
         let c = c.clone();
         Box::pin(async move { execute::run(ctx, &c).await })
     })
     .applies(move |caps| execute::applies(&requires, caps))
-    .timeout(timeout)
+    .timeout(timeout);
+    // Behind a listener as the group I twins are: every world listens so, where the binary
+    // has that listener.
+    match listen {
+        Listen::Stdio => scenario,
+        _ => scenario.over_listener(name, id, listen),
+    }
 }
 
 /// Reads and checks one scenario file.
@@ -180,7 +188,7 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "X-A2", "X-B6", "X-C1", "X-D1", "X-E11a", "X-E14a", "X-X1", "X-X2"
+                "X-A2", "X-B6", "X-C1", "X-D1", "X-E11a", "X-E14a", "X-I2", "X-X1", "X-X2"
             ]
         );
         assert!(loaded.scenarios.iter().all(|s| s.matches("X-")));
@@ -188,6 +196,12 @@ mod tests {
         let none = crate::codex::capabilities::Capabilities::default();
         let reason = (b6.applies)(&none).unwrap_err();
         assert!(reason.contains("method thread/goal/set"), "{reason}");
+        // `listen = "ws"`: behind a ws:// listener, which the binary's help must list.
+        let i2 = &loaded.scenarios[6];
+        assert_eq!(i2.listen, Listen::WebSocket);
+        let reason = (i2.applies)(&none).unwrap_err();
+        assert!(reason.contains("app-server"), "{reason}");
+        assert_eq!(loaded.scenarios[0].listen, Listen::Stdio);
     }
 
     #[test]
