@@ -14,7 +14,7 @@
 //! The process runs in its own process group, killed with it when the [`Listener`] is
 //! killed or dropped. Unlike a stdio app-server, which exits when the harness dies and its
 //! stdin closes, a listener would outlive a harness killed with SIGKILL: it is started with
-//! the parent-death signal set to SIGKILL ([`die_with_parent`]), so nothing is orphaned.
+//! the parent-death signal set to SIGKILL (`die_with_parent`), so nothing is orphaned.
 
 use std::path::PathBuf;
 use std::process::Stdio;
