@@ -58,8 +58,8 @@ pub fn scenarios() -> Vec<Scenario> {
             "listener_client_reconnects_and_resumes",
             "I13",
             "a client that disconnects mid-turn does not stop the turn: a new connection that \
-             resumes the thread finds it completed with the model's answer, and its next turn's \
-             request carries the first turn",
+             resumes the thread while it runs gets its turn/completed (completed), thread/read \
+             says completed, and its next turn's request carries the first turn",
             reconnect
         )
         .applies(|c: &Capabilities| {
@@ -312,35 +312,50 @@ async fn reconnect(ctx: &Ctx) -> anyhow::Result<()> {
     .await?;
     world.requests_arrived(1, Duration::from_secs(10)).await?;
     leaving.kill();
-    world.release("answer").await?;
+    // Back while the turn still waits for the model: the new connection resumes it running.
     let back = client(&mut world, &listener).await?;
     let resumed = back
         .thread_resume(&thread, json!({}))
         .await
         .context("thread/resume after the reconnect")?;
-    ensure!(
-        status_of(&resumed, &started.id).is_some(),
-        "the resumed thread has no turn {}: {resumed}",
-        started.id
-    );
-    // The turn goes on without a client: it ends by itself, seen by thread/read.
-    let mut status = None;
-    for _ in 0..100 {
-        let read = back
-            .thread_read(&thread, json!({"includeTurns": true}))
-            .await
-            .context("thread/read after the reconnect")?;
-        status = status_of(&read, &started.id);
-        if status.as_ref().is_some_and(|s| s != "inProgress") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     ensure_eq!(
-        status,
-        Some(json!("completed")),
-        "the left turn's status (within 10 s)"
+        status_of(&resumed, &started.id),
+        Some(json!("inProgress")),
+        "the left turn's status in thread/resume"
     );
+    let cursor = back.cursor();
+    world.release("answer").await?;
+    let done = back
+        .wait_notification(cursor, "turn/completed", Duration::from_secs(10), |p| {
+            p.pointer("/turn/id").and_then(Value::as_str) == Some(started.id.as_str())
+        })
+        .await
+        .context("the left turn's turn/completed on the new connection")?;
+    ensure_eq!(
+        done.params()["turn"]["status"],
+        json!("completed"),
+        "the left turn's turn/completed status"
+    );
+    let read = back
+        .thread_read(&thread, json!({"includeTurns": true}))
+        .await
+        .context("thread/read after the left turn completed")?;
+    let status = status_of(&read, &started.id);
+    if status == Some(json!("interrupted")) {
+        // Read right after turn/completed, some releases rebuild the turn from a rollout
+        // that does not hold its end yet.
+        ctx.drift(
+            "thread_read.completed_turn_interrupted",
+            json!(true),
+            "thread/read right after turn/completed says the turn is interrupted",
+        );
+    } else {
+        ensure_eq!(
+            status,
+            Some(json!("completed")),
+            "the left turn's status in thread/read"
+        );
+    }
     let second = run_turn(
         &back,
         &thread,
