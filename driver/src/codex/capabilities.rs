@@ -320,6 +320,13 @@ impl Capabilities {
         self.app_server_flags()?.require_ws_auth(mode)
     }
 
+    /// `codex app-server --help` lists every flag of `flags` (`--ws-token-sha256`; group I).
+    pub fn needs_app_server_flags(&self, flags: &[&str]) -> Result<(), String> {
+        self.app_server_flags()?
+            .help
+            .require("codex app-server --help", flags)
+    }
+
     /// `codex app-server` has the subcommand `command` (`daemon`, `proxy`; group I).
     pub fn needs_app_server_command(&self, command: &str) -> Result<(), String> {
         self.app_server_flags()?.require_command(command)

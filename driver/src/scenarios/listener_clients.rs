@@ -1,6 +1,7 @@
 //! Group I, what a listener adds to stdio: each connection its own `initialize` (I11), two
 //! clients on one thread (I12), a client that disconnects mid-turn and one that comes back
-//! and resumes (I13), `--ws-auth capability-token` (I14), the HTTP side of a ws:// listener
+//! and resumes (I13), `--ws-auth capability-token` (I14) and
+//! `signed-bearer-token` (I14b), the HTTP side of a ws:// listener
 //! (`/readyz`, `/healthz`, the `Origin` refusal: I15), and the control socket's other
 //! clients, `codex app-server proxy` and `daemon version` (I16).
 //!
@@ -14,6 +15,7 @@ use anyhow::{Context, bail, ensure};
 use codex_parity_sidecar::{Scripted, bodies, events};
 use serde_json::{Value, json};
 
+use super::support::jwt;
 use super::{record_requests, recorded, rpc_error};
 use crate::app_server::AppServer;
 use crate::app_server::listener::{ConnectError, ListenAt, Listener};
@@ -75,6 +77,30 @@ pub fn scenarios() -> Vec<Scenario> {
             ws_auth
         )
         .applies(|c: &Capabilities| c.needs_ws_auth("capability-token")),
+        scenario!(
+            "listener_ws_auth_token_digest",
+            "I14c",
+            "--ws-auth capability-token given as --ws-token-sha256 (the token's SHA-256 in \
+             hex, no file): a handshake without a token, with a wrong one, or with the digest \
+             itself as the bearer is refused with HTTP 401; the token whose digest it is is \
+             accepted and works",
+            ws_auth_digest
+        )
+        .applies(|c: &Capabilities| {
+            c.needs_ws_auth("capability-token")?;
+            c.needs_app_server_flags(&["--ws-token-sha256"])
+        }),
+        scenario!(
+            "listener_ws_auth_signed_bearer_token",
+            "I14b",
+            "--ws-auth signed-bearer-token with a shared secret, an issuer and an audience: a \
+             handshake without a token, with an HS256 token signed by another secret, expired, \
+             for another issuer or another audience, or unsigned (alg none) is refused with \
+             HTTP 401; a token signed with the secret for the issuer and audience is accepted \
+             and works",
+            ws_auth_signed
+        )
+        .applies(|c: &Capabilities| c.needs_ws_auth("signed-bearer-token")),
         scenario!(
             "listener_health_and_origin",
             "I15",
@@ -406,33 +432,145 @@ async fn ws_auth(ctx: &Ctx) -> anyhow::Result<()> {
     let listener = world
         .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
         .await?;
-    let wrong = format!("Bearer not-{TOKEN}");
-    for (what, headers) in [
-        ("without a token", vec![]),
-        (
-            "with a wrong token",
-            vec![("Authorization", wrong.as_str())],
-        ),
-    ] {
-        match world.connect(&listener, &headers).await {
-            Err(ConnectError::Refused { status, body }) => {
-                ensure_eq!(status, 401, "the handshake {what}: status (body {body:?})")
-            }
-            Err(e) => bail!("the handshake {what} failed otherwise: {e}"),
-            Ok(_) => bail!("the handshake {what} was accepted"),
-        }
-    }
+    let refused = [
+        ("without a token", None),
+        ("with a wrong token", Some(format!("not-{TOKEN}"))),
+    ];
+    expect_refused(&mut world, &listener, refused).await?;
     let (status, _) = listener.http_get("/readyz", &[]).await?;
     ensure_eq!(status, 200, "GET /readyz without a token");
-    let bearer = format!("Bearer {TOKEN}");
+    accepted(&mut world, &listener, TOKEN).await?;
+    world.finish().await
+}
+
+async fn ws_auth_digest(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let hex: String = ring::digest::digest(&ring::digest::SHA256, TOKEN.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let extra = ["--ws-auth", "capability-token", "--ws-token-sha256", &hex].map(String::from);
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let listener = world
+        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
+        .await?;
+    let refused = [
+        ("without a token", None),
+        ("with a wrong token", Some(format!("not-{TOKEN}"))),
+        ("with the digest itself", Some(hex.clone())),
+    ];
+    expect_refused(&mut world, &listener, refused).await?;
+    accepted(&mut world, &listener, TOKEN).await?;
+    world.finish().await
+}
+
+/// Each handshake of `cases` (what it is, its bearer token if any) is refused with HTTP
+/// 401; every one that is not is named in the error.
+async fn expect_refused<const N: usize>(
+    world: &mut World,
+    listener: &Listener,
+    cases: [(&str, Option<String>); N],
+) -> anyhow::Result<()> {
+    let mut wrong = Vec::new();
+    for (what, token) in cases {
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .as_deref()
+            .map(|b| vec![("Authorization", b)])
+            .unwrap_or_default();
+        match world.connect(listener, &headers).await {
+            Err(ConnectError::Refused { status: 401, .. }) => {}
+            Err(ConnectError::Refused { status, body }) => {
+                wrong.push(format!("{what}: HTTP {status} (body {body:?})"))
+            }
+            Err(e) => wrong.push(format!("{what}: failed otherwise: {e}")),
+            Ok(_) => wrong.push(format!("{what}: accepted")),
+        }
+    }
+    ensure!(
+        wrong.is_empty(),
+        "handshakes not refused with 401: {}",
+        wrong.join("; ")
+    );
+    Ok(())
+}
+
+/// A handshake with `token` as the bearer is accepted, and the connection initializes and
+/// starts a thread.
+async fn accepted(world: &mut World, listener: &Listener, token: &str) -> anyhow::Result<()> {
+    let bearer = format!("Bearer {token}");
     let app = world
-        .connect(&listener, &[("Authorization", bearer.as_str())])
+        .connect(listener, &[("Authorization", bearer.as_str())])
         .await
-        .context("the handshake with the token")?;
+        .context("the handshake with the right token")?;
     app.initialize(true)
         .await
-        .context("initialize with the token")?;
+        .context("initialize with the right token")?;
     world.start_thread(&app, json!({})).await?;
+    Ok(())
+}
+
+/// The shared secret I14b's listener is given (in a file, as `--ws-shared-secret-file`
+/// wants), its issuer and its audience.
+const SECRET: &str = "codex-parity-shared-secret-0123456789abcdef0123456789";
+const ISSUER: &str = "codex-parity";
+const AUDIENCE: &str = "codex-app-server";
+
+async fn ws_auth_signed(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let file = world.root().join("ws-secret");
+    std::fs::write(&file, SECRET).with_context(|| format!("writing {}", file.display()))?;
+    let extra = [
+        "--ws-auth",
+        "signed-bearer-token",
+        "--ws-shared-secret-file",
+        &file.display().to_string(),
+        "--ws-issuer",
+        ISSUER,
+        "--ws-audience",
+        AUDIENCE,
+    ]
+    .map(String::from);
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let listener = world
+        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
+        .await?;
+    let now = jwt::now();
+    let claims = |iss: &str, aud: &str, exp: u64| json!({"iss": iss, "aud": aud, "sub": "parity", "iat": now, "exp": exp});
+    let good = claims(ISSUER, AUDIENCE, now + 600);
+    let secret = SECRET.as_bytes();
+    let refused = [
+        ("without a token", None),
+        (
+            "signed by another secret",
+            Some(jwt::hs256(
+                &good,
+                b"another-secret-0123456789abcdef0123456789",
+            )),
+        ),
+        (
+            "expired an hour ago",
+            Some(jwt::hs256(&claims(ISSUER, AUDIENCE, now - 3600), secret)),
+        ),
+        (
+            "for another issuer",
+            Some(jwt::hs256(
+                &claims("someone-else", AUDIENCE, now + 600),
+                secret,
+            )),
+        ),
+        (
+            "for another audience",
+            Some(jwt::hs256(
+                &claims(ISSUER, "another-server", now + 600),
+                secret,
+            )),
+        ),
+        ("unsigned (alg none)", Some(jwt::unsigned(&good))),
+    ];
+    expect_refused(&mut world, &listener, refused).await?;
+    accepted(&mut world, &listener, &jwt::hs256(&good, secret)).await?;
     world.finish().await
 }
 

@@ -2,6 +2,7 @@
 //! and what the transport rows of group F share (`transport`).
 
 pub mod chatgpt_token;
+pub mod jwt;
 pub mod png;
 pub mod rollout;
 pub mod transport;
