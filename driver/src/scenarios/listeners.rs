@@ -1,7 +1,8 @@
 //! Group I, the app-server's listeners: the executor group (a plain turn, streaming, a
 //! dynamic tool, a command approval, an interrupt) again with the client on a connection of
 //! `codex app-server --listen ws://127.0.0.1:0` (I1–I5) and `--listen unix://PATH` (I6–I10)
-//! instead of stdio, same assertions. Each twin applies where the binary's `app-server
+//! instead of stdio, same assertions; and E4's concurrent turns on two threads over one
+//! ws:// connection (I17). Each twin applies where the binary's `app-server
 //! --help` lists the listener ([`Scenario::over_listener`]).
 
 use crate::harness::scenario::Scenario;
@@ -33,13 +34,21 @@ const TWIN_NAMES: [&str; 10] = [
 /// The twins' ids, as [`TWIN_NAMES`].
 const TWIN_IDS: [&str; 10] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9", "I10"];
 
-/// I1–I10: the executor group over each listener.
+/// E4 (two threads' turns at once) over one ws:// connection: its twin's name and id.
+const TWO_THREADS: (&str, &str, &str) = (
+    "interleaved_turns_route_by_thread",
+    "interleaved_turns_route_by_thread_over_ws_listener",
+    "I17",
+);
+
+/// I1–I10: the executor group over each listener; I17: E4 over ws://.
 pub fn scenarios() -> Vec<Scenario> {
     let originals: Vec<Scenario> = super::executor::scenarios()
         .into_iter()
         .chain(super::approvals::scenarios())
         .chain(super::interaction::scenarios())
-        .filter(|s| TWINNED.contains(&s.name))
+        .chain(super::threads::scenarios())
+        .filter(|s| TWINNED.contains(&s.name) || s.name == TWO_THREADS.0)
         .collect();
     let mut twins = Vec::new();
     for (k, listen) in [Listen::WebSocket, Listen::Unix].into_iter().enumerate() {
@@ -49,6 +58,10 @@ pub fn scenarios() -> Vec<Scenario> {
                 twins.push(s.clone().over_listener(TWIN_NAMES[n], TWIN_IDS[n], listen));
             }
         }
+    }
+    let (original, name, id) = TWO_THREADS;
+    if let Some(s) = originals.iter().find(|s| s.name == original) {
+        twins.push(s.clone().over_listener(name, id, Listen::WebSocket));
     }
     twins
 }
@@ -61,8 +74,9 @@ mod tests {
     #[test]
     fn every_twin_runs_its_original_over_a_listener_it_needs() {
         let twins = scenarios();
-        assert_eq!(twins.len(), TWIN_NAMES.len(), "an original is missing");
-        for (twin, name) in twins.iter().zip(TWIN_NAMES) {
+        let names = TWIN_NAMES.iter().chain([&TWO_THREADS.1]);
+        assert_eq!(twins.len(), TWIN_NAMES.len() + 1, "an original is missing");
+        for (twin, &name) in twins.iter().zip(names) {
             assert_eq!(twin.name, name);
             let want = if name.ends_with("_ws_listener") {
                 Listen::WebSocket
