@@ -265,34 +265,43 @@ impl Listener {
         }
     }
 
-    /// A plain HTTP/1.1 `GET path` to a ws:// listener with `headers`, bounded by
-    /// [`CONNECT_TIMEOUT`]: its status and body (read to the connection's end).
+    /// A plain HTTP/1.1 `GET path` to the listener (over TCP to a ws:// one, over its socket
+    /// to a unix:// one) with `headers`, bounded by [`CONNECT_TIMEOUT`]: its status and body
+    /// (read to the connection's end).
     pub async fn http_get(
         &self,
         path: &str,
         headers: &[(&str, &str)],
     ) -> anyhow::Result<(u16, String)> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let Endpoint::WebSocket(url) = &self.endpoint else {
-            bail!("{}: an HTTP request needs a ws:// listener", self.label);
+        let answer = self.http_raw(path, headers).await?;
+        http_status(&answer)
+            .with_context(|| format!("{}: GET {path}: not an HTTP answer: {answer:?}", self.label))
+    }
+
+    /// What the listener writes back to a plain HTTP/1.1 `GET path` with `headers` before it
+    /// closes the connection (empty when it answers nothing), bounded by [`CONNECT_TIMEOUT`].
+    pub async fn http_raw(&self, path: &str, headers: &[(&str, &str)]) -> anyhow::Result<String> {
+        let host = match &self.endpoint {
+            Endpoint::WebSocket(url) => url.trim_start_matches("ws://").trim_end_matches('/'),
+            Endpoint::Unix(_) => "localhost",
         };
-        let address = url.trim_start_matches("ws://").trim_end_matches('/');
+        let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
         let work = async {
-            let mut stream = tokio::net::TcpStream::connect(address)
-                .await
-                .with_context(|| format!("connecting to {address}"))?;
-            let mut request =
-                format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
-            for (name, value) in headers {
-                request.push_str(&format!("{name}: {value}\r\n"));
+            match &self.endpoint {
+                Endpoint::WebSocket(_) => {
+                    let stream = tokio::net::TcpStream::connect(host)
+                        .await
+                        .with_context(|| format!("connecting to {host}"))?;
+                    exchange(stream, &request).await
+                }
+                Endpoint::Unix(socket) => exchange(connect_unix(socket).await?, &request).await,
             }
-            request.push_str("\r\n");
-            stream.write_all(request.as_bytes()).await?;
-            let mut answer = Vec::new();
-            stream.read_to_end(&mut answer).await?;
-            anyhow::Ok(String::from_utf8_lossy(&answer).into_owned())
         };
-        let answer = tokio::time::timeout(CONNECT_TIMEOUT, work)
+        tokio::time::timeout(CONNECT_TIMEOUT, work)
             .await
             .with_context(|| {
                 format!(
@@ -300,9 +309,7 @@ impl Listener {
                     self.label
                 )
             })?
-            .with_context(|| format!("{}: GET {path}", self.label))?;
-        http_status(&answer)
-            .with_context(|| format!("{}: GET {path}: not an HTTP answer: {answer:?}", self.label))
+            .with_context(|| format!("{}: GET {path}", self.label))
     }
 
     /// Kills the process group now (SIGKILL) and removes the socket a unix listener's
@@ -370,6 +377,18 @@ pub(crate) fn die_with_parent(command: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// Writes `request` to `stream` and reads the answer to the connection's end.
+async fn exchange(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    request: &str,
+) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
 /// The status and body of a whole HTTP/1.1 answer (`HTTP/1.1 200 OK\r\n…\r\n\r\nbody`).
@@ -566,5 +585,46 @@ mod tests {
             .unwrap();
         let (status, body) = listener.http_get("/readyz", &[]).await.unwrap();
         assert_eq!((status, body.as_str()), (200, "GET /readyz HTTP/1.1"));
+    }
+
+    /// `http_raw` speaks over a unix listener's socket too: a server that closes without a
+    /// word gives an empty answer (and `http_get` says it is no HTTP answer), one that
+    /// answers gives its status and body.
+    #[tokio::test]
+    async fn a_plain_http_request_reaches_a_unix_listener() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("http.sock");
+        let socket = tokio::net::UnixListener::bind(&path).unwrap();
+        tokio::spawn(async move {
+            for answer in [
+                "",
+                "",
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\nno",
+            ] {
+                let (mut stream, _) = socket.accept().await.unwrap();
+                let mut request = vec![0; 1024];
+                let n = stream.read(&mut request).await.unwrap();
+                assert!(request[..n].starts_with(b"GET /readyz HTTP/1.1\r\nHost: localhost"));
+                stream.write_all(answer.as_bytes()).await.unwrap();
+            }
+        });
+        let cmd = AppServerCommand {
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            label: "fake".into(),
+        };
+        let listener = Listener::spawn(&cmd, &ListenAt::Unix(path)).await.unwrap();
+        assert_eq!(listener.http_raw("/readyz", &[]).await.unwrap(), "");
+        let refused = listener.http_get("/readyz", &[]).await.unwrap_err();
+        assert!(
+            format!("{refused:#}").contains("not an HTTP answer"),
+            "{refused:#}"
+        );
+        let (status, body) = listener.http_get("/readyz", &[]).await.unwrap();
+        assert_eq!((status, body.as_str()), (400, "no"));
+        listener.kill();
     }
 }

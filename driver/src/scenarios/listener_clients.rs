@@ -2,7 +2,8 @@
 //! clients on one thread (I12), a client that disconnects mid-turn and one that comes back
 //! and resumes (I13), `--ws-auth capability-token` (I14) and
 //! `signed-bearer-token` (I14b), the HTTP side of a ws:// listener
-//! (`/readyz`, `/healthz`, the `Origin` refusal: I15), and the control socket's other
+//! (`/readyz`, `/healthz`, the `Origin` refusal: I15) and the lack of one on a unix://
+//! listener (I15b), and the control socket's other
 //! clients, `codex app-server proxy` and `daemon version` (I16).
 //!
 //! Applicability comes from `codex app-server --help` (the values of `--listen`, the
@@ -110,6 +111,16 @@ pub fn scenarios() -> Vec<Scenario> {
             health_and_origin
         )
         .applies(|c: &Capabilities| c.needs_listen("ws")),
+        scenario!(
+            "unix_listener_no_http_side",
+            "I15b",
+            "a unix:// listener has no HTTP side: a plain GET of /readyz, /healthz or / over \
+             its socket gets the connection closed with no answer; a WebSocket handshake \
+             carrying an Origin header is accepted (no 403 as on ws://: the socket's file \
+             permissions guard it) and that connection initializes and starts a thread",
+            unix_no_http_side
+        )
+        .applies(|c: &Capabilities| c.needs_listen("unix")),
         scenario!(
             "control_socket_proxy_and_daemon_version",
             "I16",
@@ -600,6 +611,35 @@ async fn health_and_origin(ctx: &Ctx) -> anyhow::Result<()> {
         Ok(_) => bail!("a handshake with an Origin header was accepted"),
     }
     let app = client(&mut world, &listener).await?;
+    world.start_thread(&app, json!({})).await?;
+    world.finish().await
+}
+
+async fn unix_no_http_side(ctx: &Ctx) -> anyhow::Result<()> {
+    let mut world = ctx.world(WorldOptions::default()).await?;
+    let (home, cwd) = (world.home.clone(), world.workspace.clone());
+    let socket = world.root().join("http-side.sock");
+    let listener = world
+        .listen_in(&home, &cwd, &ListenAt::Unix(socket), &[])
+        .await?;
+    for path in ["/readyz", "/healthz", "/"] {
+        let answer = listener.http_raw(path, &[]).await?;
+        ensure!(
+            answer.is_empty(),
+            "GET {path} over the unix socket was answered: {answer:?}"
+        );
+    }
+    let origin = [("Origin", "http://attacker.example")];
+    let app = match world.connect(&listener, &origin).await {
+        Ok(app) => app,
+        Err(ConnectError::Refused { status, body }) => {
+            bail!("the handshake with an Origin header was refused: HTTP {status} ({body:?})")
+        }
+        Err(e) => bail!("the handshake with an Origin header failed otherwise: {e}"),
+    };
+    app.initialize(true)
+        .await
+        .context("initialize on the connection with an Origin header")?;
     world.start_thread(&app, json!({})).await?;
     world.finish().await
 }
