@@ -1,10 +1,9 @@
 //! Group I, what a listener adds to stdio: each connection its own `initialize` (I11), two
 //! clients on one thread (I12), a client that disconnects mid-turn and one that comes back
-//! and resumes (I13), `--ws-auth capability-token` (I14) and
-//! `signed-bearer-token` (I14b), the HTTP side of a ws:// listener
-//! (`/readyz`, `/healthz`, the `Origin` refusal: I15) and the lack of one on a unix://
-//! listener (I15b), and the control socket's other
-//! clients, `codex app-server proxy` and `daemon version` (I16).
+//! and resumes (I13), `--ws-auth capability-token` by file (I14) and by digest (I14c) and
+//! `signed-bearer-token` (I14b), the HTTP side of a ws:// listener (`/readyz`, `/healthz`,
+//! the `Origin` refusal: I15) and the lack of one on a unix:// listener (I15b), and the
+//! control socket's other clients, `codex app-server proxy` and `daemon version` (I16).
 //!
 //! Applicability comes from `codex app-server --help` (the values of `--listen`, the
 //! `--ws-auth` modes, the subcommands), never from a version number.
