@@ -452,15 +452,7 @@ mod tests {
                 }
             }
         });
-        // `sleep` refuses the app-server arguments and exits: the process handling runs, and
-        // the socket is the test's own.
-        let cmd = AppServerCommand {
-            program: "/bin/sleep".into(),
-            args: vec!["30".into()],
-            env: vec![],
-            cwd: dir.path().to_path_buf(),
-            label: "fake".into(),
-        };
+        let cmd = sleeping(dir.path());
         let listener = Listener::spawn(&cmd, &ListenAt::Unix(path.clone()))
             .await
             .unwrap();
@@ -472,6 +464,18 @@ mod tests {
         let mut rx = listener.exit_rx.clone();
         let _ = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|e| e.is_some())).await;
         assert!(listener.exit_status().is_some(), "the process was killed");
+    }
+
+    /// A fake `codex` for a unix listener whose socket is the test's own: `sleep` refuses
+    /// the app-server arguments and exits, and the process handling runs.
+    fn sleeping(dir: &std::path::Path) -> AppServerCommand {
+        AppServerCommand {
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            env: vec![],
+            cwd: dir.to_path_buf(),
+            label: "fake".into(),
+        }
     }
 
     /// A fake `codex` that prints codex's banner for `address` on stderr, then waits.
@@ -609,13 +613,7 @@ mod tests {
                 stream.write_all(answer.as_bytes()).await.unwrap();
             }
         });
-        let cmd = AppServerCommand {
-            program: "/bin/sleep".into(),
-            args: vec!["30".into()],
-            env: vec![],
-            cwd: dir.path().to_path_buf(),
-            label: "fake".into(),
-        };
+        let cmd = sleeping(dir.path());
         let listener = Listener::spawn(&cmd, &ListenAt::Unix(path)).await.unwrap();
         assert_eq!(listener.http_raw("/readyz", &[]).await.unwrap(), "");
         let refused = listener.http_get("/readyz", &[]).await.unwrap_err();

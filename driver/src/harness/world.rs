@@ -512,6 +512,16 @@ impl World {
         }
     }
 
+    /// [`World::listen_in`] the world's own home and workspace.
+    pub async fn listen(
+        &mut self,
+        at: &ListenAt,
+        extra: &[String],
+    ) -> anyhow::Result<Arc<Listener>> {
+        let (home, cwd) = (self.home.clone(), self.workspace.clone());
+        self.listen_in(&home, &cwd, at, extra).await
+    }
+
     /// Starts `codex app-server --listen` at `at` in `home` and `cwd`, with `extra`
     /// arguments after the world's (e.g. `--ws-auth …`); waits until it listens. Killed with
     /// the world.

@@ -78,6 +78,17 @@ pub fn scenarios() -> Vec<Scenario> {
         )
         .applies(|c: &Capabilities| c.needs_ws_auth("capability-token")),
         scenario!(
+            "listener_ws_auth_signed_bearer_token",
+            "I14b",
+            "--ws-auth signed-bearer-token with a shared secret, an issuer and an audience: a \
+             handshake without a token, with an HS256 token signed by another secret, expired, \
+             for another issuer or another audience, or unsigned (alg none) is refused with \
+             HTTP 401; a token signed with the secret for the issuer and audience is accepted \
+             and works",
+            ws_auth_signed
+        )
+        .applies(|c: &Capabilities| c.needs_ws_auth("signed-bearer-token")),
+        scenario!(
             "listener_ws_auth_token_digest",
             "I14c",
             "--ws-auth capability-token given as --ws-token-sha256 (the token's SHA-256 in \
@@ -90,17 +101,6 @@ pub fn scenarios() -> Vec<Scenario> {
             c.needs_ws_auth("capability-token")?;
             c.needs_app_server_flags(&["--ws-token-sha256"])
         }),
-        scenario!(
-            "listener_ws_auth_signed_bearer_token",
-            "I14b",
-            "--ws-auth signed-bearer-token with a shared secret, an issuer and an audience: a \
-             handshake without a token, with an HS256 token signed by another secret, expired, \
-             for another issuer or another audience, or unsigned (alg none) is refused with \
-             HTTP 401; a token signed with the secret for the issuer and audience is accepted \
-             and works",
-            ws_auth_signed
-        )
-        .applies(|c: &Capabilities| c.needs_ws_auth("signed-bearer-token")),
         scenario!(
             "listener_health_and_origin",
             "I15",
@@ -146,10 +146,7 @@ async fn listening(
 ) -> anyhow::Result<(World, Arc<Listener>)> {
     let mut world = ctx.world(options).await?;
     world.script(script).await?;
-    let (home, cwd) = (world.home.clone(), world.workspace.clone());
-    let listener = world
-        .listen_in(&home, &cwd, &ListenAt::WebSocket, extra)
-        .await?;
+    let listener = world.listen(&ListenAt::WebSocket, extra).await?;
     Ok((world, listener))
 }
 
@@ -438,10 +435,7 @@ async fn ws_auth(ctx: &Ctx) -> anyhow::Result<()> {
         "--ws-token-file".to_string(),
         file.display().to_string(),
     ];
-    let (home, cwd) = (world.home.clone(), world.workspace.clone());
-    let listener = world
-        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
-        .await?;
+    let listener = world.listen(&ListenAt::WebSocket, &extra).await?;
     let refused = [
         ("without a token", None),
         ("with a wrong token", Some(format!("not-{TOKEN}"))),
@@ -461,10 +455,7 @@ async fn ws_auth_digest(ctx: &Ctx) -> anyhow::Result<()> {
         .map(|b| format!("{b:02x}"))
         .collect();
     let extra = ["--ws-auth", "capability-token", "--ws-token-sha256", &hex].map(String::from);
-    let (home, cwd) = (world.home.clone(), world.workspace.clone());
-    let listener = world
-        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
-        .await?;
+    let listener = world.listen(&ListenAt::WebSocket, &extra).await?;
     let refused = [
         ("without a token", None),
         ("with a wrong token", Some(format!("not-{TOKEN}"))),
@@ -506,17 +497,28 @@ async fn expect_refused<const N: usize>(
     Ok(())
 }
 
-/// A handshake with `token` as the bearer is accepted, and the connection initializes and
-/// starts a thread.
+/// A handshake with `token` as the bearer is accepted, and the connection works.
 async fn accepted(world: &mut World, listener: &Listener, token: &str) -> anyhow::Result<()> {
     let bearer = format!("Bearer {token}");
+    let headers = [("Authorization", bearer.as_str())];
+    works(world, listener, "with the right token", &headers).await
+}
+
+/// A handshake with `headers` (`what` they are) is accepted, and the connection
+/// initializes and starts a thread.
+async fn works(
+    world: &mut World,
+    listener: &Listener,
+    what: &str,
+    headers: &[(&str, &str)],
+) -> anyhow::Result<()> {
     let app = world
-        .connect(listener, &[("Authorization", bearer.as_str())])
+        .connect(listener, headers)
         .await
-        .context("the handshake with the right token")?;
+        .with_context(|| format!("the handshake {what}"))?;
     app.initialize(true)
         .await
-        .context("initialize with the right token")?;
+        .with_context(|| format!("initialize {what}"))?;
     world.start_thread(&app, json!({})).await?;
     Ok(())
 }
@@ -542,10 +544,7 @@ async fn ws_auth_signed(ctx: &Ctx) -> anyhow::Result<()> {
         AUDIENCE,
     ]
     .map(String::from);
-    let (home, cwd) = (world.home.clone(), world.workspace.clone());
-    let listener = world
-        .listen_in(&home, &cwd, &ListenAt::WebSocket, &extra)
-        .await?;
+    let listener = world.listen(&ListenAt::WebSocket, &extra).await?;
     let now = jwt::now();
     let claims = |iss: &str, aud: &str, exp: u64| json!({"iss": iss, "aud": aud, "sub": "parity", "iat": now, "exp": exp});
     let good = claims(ISSUER, AUDIENCE, now + 600);
@@ -616,11 +615,8 @@ async fn health_and_origin(ctx: &Ctx) -> anyhow::Result<()> {
 
 async fn unix_no_http_side(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(WorldOptions::default()).await?;
-    let (home, cwd) = (world.home.clone(), world.workspace.clone());
     let socket = world.root().join("http-side.sock");
-    let listener = world
-        .listen_in(&home, &cwd, &ListenAt::Unix(socket), &[])
-        .await?;
+    let listener = world.listen(&ListenAt::Unix(socket), &[]).await?;
     for path in ["/readyz", "/healthz", "/"] {
         let answer = listener.http_raw(path, &[]).await?;
         ensure!(
@@ -629,17 +625,7 @@ async fn unix_no_http_side(ctx: &Ctx) -> anyhow::Result<()> {
         );
     }
     let origin = [("Origin", "http://attacker.example")];
-    let app = match world.connect(&listener, &origin).await {
-        Ok(app) => app,
-        Err(ConnectError::Refused { status, body }) => {
-            bail!("the handshake with an Origin header was refused: HTTP {status} ({body:?})")
-        }
-        Err(e) => bail!("the handshake with an Origin header failed otherwise: {e}"),
-    };
-    app.initialize(true)
-        .await
-        .context("initialize on the connection with an Origin header")?;
-    world.start_thread(&app, json!({})).await?;
+    works(&mut world, &listener, "with an Origin header", &origin).await?;
     world.finish().await
 }
 

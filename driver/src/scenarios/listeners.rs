@@ -8,38 +8,75 @@
 use crate::harness::scenario::Scenario;
 use crate::harness::world::Listen;
 
-/// The executor scenarios run again over each listener, with their twins' suffix.
-const TWINNED: [&str; 5] = [
-    "smoke_uses_mock_responses",
-    "streaming_deltas",
-    "dynamic_tool_round_trip",
-    "approval_command_accept",
-    "turn_interrupt_ends_turn_interrupted",
+/// Each twin: the scenario it runs again, its name and id, and the listener it runs over.
+const TWINS: [(&str, &str, &str, Listen); 11] = [
+    (
+        "smoke_uses_mock_responses",
+        "smoke_uses_mock_responses_over_ws_listener",
+        "I1",
+        Listen::WebSocket,
+    ),
+    (
+        "streaming_deltas",
+        "streaming_deltas_over_ws_listener",
+        "I2",
+        Listen::WebSocket,
+    ),
+    (
+        "dynamic_tool_round_trip",
+        "dynamic_tool_round_trip_over_ws_listener",
+        "I3",
+        Listen::WebSocket,
+    ),
+    (
+        "approval_command_accept",
+        "approval_command_accept_over_ws_listener",
+        "I4",
+        Listen::WebSocket,
+    ),
+    (
+        "turn_interrupt_ends_turn_interrupted",
+        "turn_interrupt_ends_turn_interrupted_over_ws_listener",
+        "I5",
+        Listen::WebSocket,
+    ),
+    (
+        "smoke_uses_mock_responses",
+        "smoke_uses_mock_responses_over_unix_listener",
+        "I6",
+        Listen::Unix,
+    ),
+    (
+        "streaming_deltas",
+        "streaming_deltas_over_unix_listener",
+        "I7",
+        Listen::Unix,
+    ),
+    (
+        "dynamic_tool_round_trip",
+        "dynamic_tool_round_trip_over_unix_listener",
+        "I8",
+        Listen::Unix,
+    ),
+    (
+        "approval_command_accept",
+        "approval_command_accept_over_unix_listener",
+        "I9",
+        Listen::Unix,
+    ),
+    (
+        "turn_interrupt_ends_turn_interrupted",
+        "turn_interrupt_ends_turn_interrupted_over_unix_listener",
+        "I10",
+        Listen::Unix,
+    ),
+    (
+        "interleaved_turns_route_by_thread",
+        "interleaved_turns_route_by_thread_over_ws_listener",
+        "I17",
+        Listen::WebSocket,
+    ),
 ];
-
-/// The twins' names, in [`TWINNED`]'s order: over ws:// then over unix://.
-const TWIN_NAMES: [&str; 10] = [
-    "smoke_uses_mock_responses_over_ws_listener",
-    "streaming_deltas_over_ws_listener",
-    "dynamic_tool_round_trip_over_ws_listener",
-    "approval_command_accept_over_ws_listener",
-    "turn_interrupt_ends_turn_interrupted_over_ws_listener",
-    "smoke_uses_mock_responses_over_unix_listener",
-    "streaming_deltas_over_unix_listener",
-    "dynamic_tool_round_trip_over_unix_listener",
-    "approval_command_accept_over_unix_listener",
-    "turn_interrupt_ends_turn_interrupted_over_unix_listener",
-];
-
-/// The twins' ids, as [`TWIN_NAMES`].
-const TWIN_IDS: [&str; 10] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9", "I10"];
-
-/// E4 (two threads' turns at once) over one ws:// connection: its twin's name and id.
-const TWO_THREADS: (&str, &str, &str) = (
-    "interleaved_turns_route_by_thread",
-    "interleaved_turns_route_by_thread_over_ws_listener",
-    "I17",
-);
 
 /// I1–I10: the executor group over each listener; I17: E4 over ws://.
 pub fn scenarios() -> Vec<Scenario> {
@@ -48,22 +85,14 @@ pub fn scenarios() -> Vec<Scenario> {
         .chain(super::approvals::scenarios())
         .chain(super::interaction::scenarios())
         .chain(super::threads::scenarios())
-        .filter(|s| TWINNED.contains(&s.name) || s.name == TWO_THREADS.0)
         .collect();
-    let mut twins = Vec::new();
-    for (k, listen) in [Listen::WebSocket, Listen::Unix].into_iter().enumerate() {
-        for (i, name) in TWINNED.iter().enumerate() {
-            let n = k * TWINNED.len() + i;
-            if let Some(s) = originals.iter().find(|s| s.name == *name) {
-                twins.push(s.clone().over_listener(TWIN_NAMES[n], TWIN_IDS[n], listen));
-            }
-        }
-    }
-    let (original, name, id) = TWO_THREADS;
-    if let Some(s) = originals.iter().find(|s| s.name == original) {
-        twins.push(s.clone().over_listener(name, id, Listen::WebSocket));
-    }
-    twins
+    TWINS
+        .iter()
+        .filter_map(|&(original, name, id, listen)| {
+            let s = originals.iter().find(|s| s.name == original)?;
+            Some(s.clone().over_listener(name, id, listen))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -74,9 +103,9 @@ mod tests {
     #[test]
     fn every_twin_runs_its_original_over_a_listener_it_needs() {
         let twins = scenarios();
-        let names = TWIN_NAMES.iter().chain([&TWO_THREADS.1]);
-        assert_eq!(twins.len(), TWIN_NAMES.len() + 1, "an original is missing");
-        for (twin, &name) in twins.iter().zip(names) {
+        let names = TWINS.map(|(_, name, _, _)| name);
+        assert_eq!(twins.len(), names.len(), "an original is missing");
+        for (twin, name) in twins.iter().zip(names) {
             assert_eq!(twin.name, name);
             let want = if name.ends_with("_ws_listener") {
                 Listen::WebSocket
