@@ -5,9 +5,10 @@
 //! temporary directory the process makes (worlds, codex homes, schema files) goes inside it
 //! ([`tempfile::env::override_temp_dir`]). A normal end removes it. A run killed with
 //! SIGKILL leaves it behind, but its lock dies with it: the next claim removes every
-//! `codex-parity-run-*` whose lock it can take, and never one a live run holds. A directory
-//! still without a lock file (a run between making it and locking it) is left alone until
-//! it is a minute old.
+//! `codex-parity-run-*` whose lock it can take, and never one a live run holds. The lock
+//! file is locked under another name and only then renamed to `.lock`, so a `.lock` is
+//! never seen free while its run lives. A directory still without a `.lock` (a run between
+//! making it and locking it) is left alone until it is a minute old.
 //!
 //! One thing a run makes outside its directory: the socket of a `codex app-server --listen
 //! unix://PATH` (codex 0.161.0 and later make PATH a symbolic link to a socket in
@@ -25,6 +26,9 @@ pub const PREFIX: &str = "codex-parity-run-";
 
 /// The lock file inside a run directory.
 const LOCK: &str = ".lock";
+
+/// The name the lock file has while it is being locked, before it becomes [`LOCK`].
+const STAGING_LOCK: &str = ".lock.claiming";
 
 /// How old a run directory without a lock file must be before it counts as abandoned.
 const UNLOCKED_GRACE: Duration = Duration::from_secs(60);
@@ -46,11 +50,17 @@ impl RunDir {
             .prefix(PREFIX)
             .tempdir_in(parent)
             .with_context(|| format!("creating a run directory in {}", parent.display()))?;
-        let path = dir.path().join(LOCK);
-        let lock = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // Locked under another name first, then renamed: a `.lock` that another run's sweep
+        // can see is always already held, so the sweep never mistakes this run for dead.
+        let staging = dir.path().join(STAGING_LOCK);
+        let lock =
+            File::create(&staging).with_context(|| format!("creating {}", staging.display()))?;
         lock.try_lock()
             .map_err(|e| anyhow::anyhow!("{e}"))
-            .with_context(|| format!("locking {}", path.display()))?;
+            .with_context(|| format!("locking {}", staging.display()))?;
+        let path = dir.path().join(LOCK);
+        std::fs::rename(&staging, &path)
+            .with_context(|| format!("renaming {} to {}", staging.display(), path.display()))?;
         Ok((RunDir { _lock: lock, dir }, removed))
     }
 
@@ -186,5 +196,27 @@ mod tests {
         assert!(!ours.exists() && !daemon.join("ours.lock").exists());
         assert!(theirs.exists() && daemon.join("theirs.lock").exists());
         assert!(plain.exists());
+    }
+
+    #[test]
+    fn runs_claiming_at_once_never_remove_each_other() {
+        let parent = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let parent = parent.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        let (run, _) = RunDir::claim(&parent).unwrap();
+                        assert!(
+                            run.path().join(LOCK).exists(),
+                            "another claim removed a live run's directory"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
     }
 }
