@@ -19,6 +19,22 @@ pub fn now_us() -> Micros {
         .unwrap_or(0)
 }
 
+/// The event types that end a response: after one of them codex has the whole answer.
+pub const FINAL_EVENT_TYPES: [&str; 4] = [
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+    "error",
+];
+
+/// Whether `event` ends a response (its type is one of [`FINAL_EVENT_TYPES`]).
+pub fn is_final_event(event: &Value) -> bool {
+    event
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| FINAL_EVENT_TYPES.contains(&t))
+}
+
 /// How a model request reached the proxy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -41,7 +57,8 @@ pub enum End {
     /// `response.completed`, `response.failed` or `response.incomplete` frame, or an
     /// `error` frame).
     Completed,
-    /// Codex went away before the upstream finished (an interrupt, a timeout of its own).
+    /// Codex went away before the response's final event (an interrupt, a timeout of its
+    /// own). Going away after it is [`End::Completed`]: codex had the whole answer.
     ClientClosed {
         /// When the proxy saw it go.
         at: Micros,

@@ -18,7 +18,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::exchange::{End, Exchange, Transport, now_us};
+use super::exchange::{End, Exchange, Transport, is_final_event, now_us};
 use super::headers::{forwarded_request, forwarded_response, recorded};
 use super::journal::Journal;
 use super::sse_events::SseEvents;
@@ -274,7 +274,7 @@ async fn pump(
         let frame = tokio::select! {
             biased;
             frame = body.frame() => frame,
-            () = chunks.closed() => break End::ClientClosed { at: now_us() },
+            () = chunks.closed() => break codex_left(&exchange),
         };
         let data = match frame {
             None => break End::Completed,
@@ -301,7 +301,7 @@ async fn pump(
             Reading::Opaque => {}
         }
         if chunks.send(Ok(data)).await.is_err() {
-            break End::ClientClosed { at: now_us() };
+            break codex_left(&exchange);
         }
     };
     if let Reading::Text(text) = reading
@@ -312,6 +312,17 @@ async fn pump(
     exchange.end = end;
     journal.finish(exchange);
     drop(chunks);
+}
+
+/// How a response ends when codex goes away from it now: [`End::Completed`] once codex had
+/// its final event (codex may close before the upstream ends the body), else
+/// [`End::ClientClosed`].
+fn codex_left(exchange: &Exchange) -> End {
+    if exchange.events.iter().any(|(_, e)| is_final_event(e)) {
+        End::Completed
+    } else {
+        End::ClientClosed { at: now_us() }
+    }
 }
 
 #[cfg(test)]

@@ -360,6 +360,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn codex_going_away_after_the_final_event_is_completed() {
+        let server = Server::start("127.0.0.1", 0).await.unwrap();
+        let reply = bodies::assistant_reply("r1", "hi");
+        let n = reply.len();
+        // Every event sent, then the stream held open: codex may close before it ends.
+        server
+            .enqueue(&[Scripted::sse(reply).stall_after(n)])
+            .unwrap();
+        let proxy = proxy_to(&server).await;
+        let client = Upstream::parse(&proxy.base_url()).unwrap();
+        let response = client
+            .send(request("POST", "/responses", "{}"))
+            .await
+            .unwrap();
+        let mut body = response.into_body();
+        let mut got = Vec::new();
+        while !String::from_utf8_lossy(&got).contains("response.completed") {
+            let frame = body.frame().await.unwrap().unwrap();
+            got.extend_from_slice(&frame.into_data().unwrap());
+        }
+        drop(body);
+
+        let recorded = exchanges(&proxy, 1).await;
+        assert_eq!(recorded[0].end, End::Completed);
+        assert_eq!(recorded[0].events.len(), n);
+    }
+
+    #[tokio::test]
     async fn an_upstream_cut_mid_body_is_upstream_closed() {
         let server = Server::start("127.0.0.1", 0).await.unwrap();
         server

@@ -27,19 +27,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use super::exchange::{End, Exchange, Micros, Transport, now_us};
+use super::exchange::{End, Exchange, Micros, Transport, is_final_event, now_us};
 use super::headers::{forwarded_request, forwarded_response, recorded};
 use super::http_relay::{RelayBody, answer, bad_gateway, below_base};
 use super::journal::Journal;
 use super::upstream::{Upstream, UpstreamStream, WebSocketError};
-
-/// The event types that end a response on the WebSocket.
-const FINAL_TYPES: [&str; 4] = [
-    "response.completed",
-    "response.failed",
-    "response.incomplete",
-    "error",
-];
 
 /// How long a closing handshake may take once one side went away.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -289,10 +281,7 @@ impl Relay {
         };
         let event =
             serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()));
-        let last = event
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| FINAL_TYPES.contains(&t));
+        let last = is_final_event(&event);
         exchange.events.push((at, event));
         if last && let Some(exchange) = self.open.pop_front() {
             self.journal.finish(exchange);
