@@ -276,3 +276,32 @@ async fn a_sidecar_killed_mid_turn_is_reported_as_the_cause() {
     });
     support::sidecar_killed_reason(&scenario, &target().await).await;
 }
+
+/// A run killed with SIGKILL while its sidecar waits (a scenario file's `wait_requests`
+/// for requests that never come, bounded only by a timeout of 10^12 ms): the sidecar sees
+/// its stdin close during the wait and exits with the run, not when the wait would end.
+#[test]
+fn a_run_killed_during_a_long_sidecar_wait_leaves_no_sidecar() {
+    let sandbox = Sandbox::new();
+    let codex = sandbox.fake_codex("exit 1");
+    let files = sandbox.root.path().join("scenarios");
+    std::fs::create_dir_all(&files).expect("scenario directory");
+    std::fs::write(
+        files.join("long_wait.toml"),
+        "name = \"long_wait\"\nid = \"LW1\"\nsummary = \"waits for requests that never come\"\n\n\
+         [[step]]\ndo = \"wait_requests\"\ncount = 99\ntimeout_ms = 1000000000000\n",
+    )
+    .expect("writing the scenario file");
+    let child = sandbox.spawn(&[
+        "run",
+        "--codex-bin",
+        codex.to_str().expect("utf-8 path"),
+        "--scenarios",
+        files.to_str().expect("utf-8 path"),
+        "--only-files",
+    ]);
+    sandbox.wait_for_running("sidecar", 1, Duration::from_secs(30));
+    // The wait is in flight once the sidecar has read the command.
+    std::thread::sleep(Duration::from_millis(500));
+    kill_and_expect_no_process(&sandbox, child);
+}

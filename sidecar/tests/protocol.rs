@@ -179,6 +179,31 @@ fn eof_is_a_shutdown_without_reply() {
     assert_eq!(status.code(), Some(3), "EOF with a leftover: {stderr}");
 }
 
+/// The sidecar's owner gone (its stdin closed) while a command waits: the sidecar ends
+/// at once, not when the wait would have (an hour here, 10^12 ms in a scenario file).
+#[test]
+fn eof_during_a_long_wait_ends_the_sidecar_at_once() {
+    for wait in [
+        json!({"op": "requests", "min": 5, "timeout_ms": 3_600_000u64}),
+        json!({"op": "wait_gate", "gate": "never", "timeout_ms": 3_600_000u64}),
+    ] {
+        let mut sidecar = Sidecar::start();
+        sidecar.send_line(&wait.to_string());
+        // The command is in flight once the line is in the pipe; the sidecar reads it.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        sidecar.close_stdin();
+        let started = std::time::Instant::now();
+        let (status, stderr) = sidecar.wait();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{wait}: exited after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(status.code(), Some(0), "{wait}: {stderr}");
+        assert!(stderr.contains("stdin closed"), "{wait}: {stderr}");
+    }
+}
+
 #[test]
 fn bad_configs_exit_2_before_any_ready_line() {
     let cases = [

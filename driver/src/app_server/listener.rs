@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::process::Command;
+use codex_parity_sidecar::control::parent_death::die_with_parent;
 use tokio::sync::{oneshot, watch};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -355,27 +355,6 @@ async fn connect_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::Unix
             }
             result => return result.with_context(|| format!("connecting to {}", path.display())),
         }
-    }
-}
-
-/// Makes the process `command` starts receive SIGKILL when this process dies (Linux's
-/// parent-death signal), and exit at once if this process died before that was set.
-pub(crate) fn die_with_parent(command: &mut Command) {
-    let parent = rustix::process::getpid();
-    // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe calls are allowed: `prctl(PR_SET_PDEATHSIG)`, `getppid` and `kill`
-    // are system calls, and nothing here allocates or takes a lock.
-    unsafe {
-        command.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                let _ = rustix::process::kill_process(
-                    rustix::process::getpid(),
-                    rustix::process::Signal::KILL,
-                );
-            }
-            Ok(())
-        });
     }
 }
 

@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use codex_parity_sidecar::control::parent_death::die_with_parent;
 use serde_json::Value;
 use tokio::process::Child;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::app_server::child::StderrTail;
-use crate::app_server::listener::{CONNECT_TIMEOUT, die_with_parent};
+use crate::app_server::listener::CONNECT_TIMEOUT;
 use crate::app_server::{AppServer, AppServerCommand};
 
 /// How long `daemon version` may take.

@@ -66,7 +66,7 @@ impl Listener {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         // A listener does not stop when its stdin closes: it dies with the recorder.
-        crate::app_server::listener::die_with_parent(&mut command);
+        codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
         let mut codex = command
             .spawn()
             .with_context(|| format!("starting {} app-server --listen", config.codex.display()))?;

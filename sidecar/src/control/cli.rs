@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::control::protocol::{Command, PROTOCOL_VERSION, Reply, parse_command, push_id};
 use crate::mock::script::{self, Scripted};
@@ -150,14 +150,22 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
     write_line(&ready.to_line(None))?;
     eprintln!("codex-parity-sidecar: listening on {}", server.server_url());
 
-    let mut lines = spawn_stdin_reader();
+    let (mut lines, mut closed) = spawn_stdin_reader();
     while let Some(line) = lines.recv().await {
         if line.trim().is_empty() {
             continue;
         }
         let (id, command) = parse_command(&line);
         let (reply, exit) = match command {
-            Ok(command) => handle(&server, &args, command, id.as_ref()).await,
+            // A command may wait a long time (`requests` with `min`, `wait_gate`): stdin's
+            // end during the wait ends the sidecar at once, so that it never outlives its
+            // owner by the length of a wait. A command done at once is answered first, so
+            // commands piped in before the end still run.
+            Ok(command) => tokio::select! {
+                biased;
+                done = handle(&server, &args, command, id.as_ref()) => done,
+                _ = closed.wait_for(|c| *c) => break,
+            },
             Err(e) => {
                 eprintln!("codex-parity-sidecar: bad command: {e}");
                 let reply = Reply::Error {
@@ -282,9 +290,11 @@ fn write_line(line: &str) -> anyhow::Result<()> {
 }
 
 /// Reads stdin lines on a plain thread (so no runtime ever waits on a blocking read);
-/// the channel closes at EOF or on a read error.
-fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<String> {
+/// the channel closes at EOF or on a read error, and the watch turns `true` then, even
+/// while lines read before it are still queued.
+fn spawn_stdin_reader() -> (mpsc::UnboundedReceiver<String>, watch::Receiver<bool>) {
     let (sender, receiver) = mpsc::unbounded_channel();
+    let (closed_tx, closed) = watch::channel(false);
     let spawned = std::thread::Builder::new()
         .name("sidecar-stdin".into())
         .spawn(move || {
@@ -307,11 +317,12 @@ fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<String> {
                     }
                 }
             }
+            let _ = closed_tx.send(true);
         });
     if let Err(e) = spawned {
         eprintln!("codex-parity-sidecar: cannot start the stdin reader: {e}");
     }
-    receiver
+    (receiver, closed)
 }
 
 /// The `requests` reply line (without newline) for `filter`, carrying `id` if given,

@@ -1,7 +1,7 @@
 //! A sidecar run as a child process and steered by a [`Client`]: spawning the binary (in a
 //! process group of its own, so a terminal's Ctrl-C reaches its owner, which stops it),
-//! keeping the tail of its stderr, watching for its exit, killing it when asked or when the
-//! handle is dropped. The one process handle of a sidecar: its own tests and benchmark and
+//! keeping the tail of its stderr, watching for its exit, killing it when asked, when the
+//! handle is dropped or when this process dies (even by SIGKILL: [`die_with_parent`]). The one process handle of a sidecar: its own tests and benchmark and
 //! the driver's worlds all use it.
 //!
 //! ```no_run
@@ -27,6 +27,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::control::client::{Client, ClientError, ShutdownReply};
+use crate::control::parent_death::die_with_parent;
 
 /// How long the sidecar may take to print its ready line.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -145,13 +146,16 @@ impl SidecarProcess {
         S: AsRef<OsStr>,
     {
         let program = program.as_ref();
-        let mut child = tokio::process::Command::new(program)
+        let mut command = tokio::process::Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        die_with_parent(&mut command);
+        let mut child = command
             .spawn()
             .with_context(|| format!("starting the sidecar {}", program.display()))?;
         let stdin = child.stdin.take().context("the sidecar's stdin")?;
