@@ -287,7 +287,9 @@ fn record(
     let all = text(&output);
     let kept = all
         .lines()
-        .find_map(|l| l.strip_prefix("codex-parity: kept the recording's directory: "))
+        .find_map(|l| {
+            l.strip_prefix("codex-parity: kept the recording's directory (redacted, private): ")
+        })
         .unwrap_or_else(|| panic!("no kept directory in {all}"));
     (out, PathBuf::from(kept.trim()))
 }

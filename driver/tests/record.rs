@@ -403,6 +403,11 @@ async fn a_client_of_the_app_server_listener_is_recorded_and_replays() {
         &client("rust", "tool"),
     );
     assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !text(&o).contains("readyz"),
+        "the listener's banner reached the terminal: {}",
+        text(&o)
+    );
     let file = std::fs::read_to_string(&out).unwrap();
     for part in [
         "recorded over the app-server's WebSocket listener",
@@ -447,17 +452,13 @@ async fn redacted_text_is_in_neither_the_file_nor_the_kept_logs() {
         "{file}"
     );
     assert!(
-        file.contains("matches of --redact hel+o as <redacted> ("),
-        "{file}"
+        file.contains("the matches of 1 --redact pattern(s)") && !file.contains("hel+o"),
+        "the count of patterns, never their text: {file}"
     );
-    let out_text = text(&o);
-    let kept = out_text
-        .lines()
-        .find_map(|l| l.strip_prefix("codex-parity: kept the recording's directory: "))
-        .unwrap_or_else(|| panic!("no kept directory in {out_text}"));
+    let kept = kept_dir(&o);
     let mut seen = 0;
-    for path in [Path::new(kept).join("exchanges.json")].into_iter().chain(
-        std::fs::read_dir(Path::new(kept).join("session/sessions"))
+    for path in [kept.join("exchanges.json")].into_iter().chain(
+        std::fs::read_dir(kept.join("session/sessions"))
             .unwrap()
             .map(|e| e.unwrap().path()),
     ) {
@@ -473,7 +474,7 @@ async fn redacted_text_is_in_neither_the_file_nor_the_kept_logs() {
         seen >= 2,
         "the exchanges and at least one relay log are kept"
     );
-    std::fs::remove_dir_all(kept).unwrap();
+    std::fs::remove_dir_all(&kept).unwrap();
     let _ = upstream.shutdown().await;
 }
 
@@ -668,4 +669,257 @@ async fn bad_input_is_refused_naming_what_to_do() {
     let _ = upstream.shutdown().await;
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "record left processes behind: {left:?}");
+}
+
+/// Every byte of `dir` (recursively) with the relative path of each file; fails on anything
+/// that is not a private file or directory (0600, 0700).
+fn private_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            out.extend(private_files(&path));
+        } else {
+            assert!(meta.is_file(), "{} is not a file", path.display());
+            let mode = meta.permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
+            out.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+/// Fails naming where any of `planted` occurs in `what`.
+fn assert_none_in(planted: &[&str], what: &str, bytes: &[u8]) {
+    for secret in planted {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret:?} is in {what}:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+/// The kept directory `record` names on stderr.
+fn kept_dir(output: &Output) -> PathBuf {
+    let all = text(output);
+    let kept = all
+        .lines()
+        .find_map(|l| {
+            l.split_once("the recording's directory (redacted")
+                .and_then(|(_, rest)| rest.split_once(": ").or_else(|| rest.split_once(" at ")))
+                .map(|(_, p)| p.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no kept directory in {all}"));
+    PathBuf::from(kept)
+}
+
+/// Secrets planted everywhere a user could put one: the prompt (`--redact`), the client's
+/// arguments (`--redact`, and a line break that would inject a key), a variable of the
+/// environment that a command the model ran echoed (by its name), the API key, and response
+/// headers of names nobody foresaw. None of them is in the file, in what `record` printed,
+/// or in any file of the kept directory (private: 0700, 0600).
+#[tokio::test(flavor = "multi_thread")]
+async fn planted_secrets_are_in_nothing_written_or_printed() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let credential = "cred-PLANTED-0123456789";
+    let headers = [
+        ("x-api_key", "hdr-PLANTED-3"),
+        ("x-session", "hdr-PLANTED-4"),
+        ("x-planted-secret", "hdr-PLANTED-5"),
+    ];
+    let with_headers = |mut s: Scripted| {
+        for (name, value) in headers {
+            s = s.header(name, value);
+        }
+        s
+    };
+    let upstream = Sidecar::start(&SidecarLauncher::codex_parity(CODEX_PARITY))
+        .await
+        .unwrap();
+    upstream
+        .enqueue(&[
+            with_headers(Scripted::sse(bodies::one_item_reply(
+                "r1",
+                events::function_call(
+                    "call_env",
+                    "exec_command",
+                    r#"{"cmd":"echo token is $MY_LLM_CREDENTIAL"}"#,
+                ),
+            ))),
+            with_headers(Scripted::sse(bodies::assistant_reply("r2", "deployed"))),
+        ])
+        .await
+        .unwrap();
+    let out = dir.path().join("secrets.toml");
+    let sandbox = Sandbox::new();
+    let mut client = client("python", "secrets");
+    client.extend([
+        "--token=sk-test-PLANTED002".into(),
+        "x\ntimeout_secs = 1".into(),
+    ]);
+    let mut cmd = record_command(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &["--keep", "--redact", "sk-test-PLANTED[0-9]+"],
+        &client,
+    );
+    cmd.env("MY_LLM_CREDENTIAL", credential)
+        .env("RECORD_TEST_PROMPT", "deploy with sk-test-PLANTED001 now");
+    let o = finish(cmd);
+    assert!(o.status.success(), "{}", text(&o));
+    // The command really ran and echoed the variable: the upstream saw its value.
+    let requests = upstream.requests(2, Duration::from_secs(5)).await.unwrap();
+    let seen = serde_json::to_string(&requests[1].body).unwrap();
+    assert!(seen.contains(credential), "the echo reached codex: {seen}");
+    let planted = [KEY, credential, "PLANTED001", "PLANTED002", "hdr-PLANTED"];
+    let file = std::fs::read(&out).unwrap();
+    assert_none_in(&planted, "the scenario file", &file);
+    assert_none_in(&planted, "record's output", text(&o).as_bytes());
+    let parsed: toml::Table = toml::from_str(&String::from_utf8_lossy(&file)).unwrap();
+    assert!(
+        !parsed.contains_key("timeout_secs"),
+        "a line break in an argument became a key"
+    );
+    let kept = kept_dir(&o);
+    let files = private_files(&kept);
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with("exchanges.json"))
+            && files.iter().any(|(p, _)| p.contains("codex-home"))
+            && files.iter().any(|(p, _)| p.contains("sessions")),
+        "the kept directory holds the exchanges, the relay logs and codex's home: {:?}",
+        files.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (path, bytes) in &files {
+        assert_none_in(&planted, path, bytes);
+    }
+    std::fs::remove_dir_all(&kept).unwrap();
+    let _ = upstream.shutdown().await;
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+}
+
+/// The failure paths with secrets planted: a client that never starts codex (`--keep`
+/// keeps the redacted directory and says where), an upstream URL with credentials and a
+/// query, an `--out` whose folder takes no file (refused before the client runs).
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_write_and_print_no_secret_and_keep_what_they_may() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new();
+    let out = dir.path().join("x.toml");
+    let upstream = upstream("plain").await;
+    let mut client = client("python", "exit-at-once");
+    client.push("--password=sk-test-PLANTED007".into());
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &["--keep", "--redact", "sk-test-PLANTED[0-9]+"],
+        &client,
+    );
+    support::assert_exit_2_naming(&o, "never started `codex app-server`");
+    assert_none_in(&["PLANTED007", KEY], "record's output", text(&o).as_bytes());
+    let kept = kept_dir(&o);
+    for (path, bytes) in private_files(&kept) {
+        assert_none_in(&["PLANTED007", KEY], &path, &bytes);
+    }
+    std::fs::remove_dir_all(&kept).unwrap();
+    assert!(!out.exists(), "nothing is written");
+    for url in [
+        "http://user:pw-PLANTED-8@127.0.0.1:9/v1",
+        "http://127.0.0.1:9/v1?api_key=PLANTED-9",
+    ] {
+        let o = record(&sandbox, &codex.path, url, &out, &[], &client);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert_none_in(
+            &["PLANTED-8", "PLANTED-9"],
+            "record's output",
+            text(&o).as_bytes(),
+        );
+    }
+    // An --out whose folder takes no file: refused before the client runs.
+    let marker = dir.path().join("client-ran");
+    let touch = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("touch {}", marker.display()),
+    ];
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        Path::new("/proc/no-such-folder/x.toml"),
+        &[],
+        &touch,
+    );
+    support::assert_exit_2_naming(&o, "for --out (nothing was recorded)");
+    assert!(!marker.exists(), "the client ran before --out was checked");
+    let _ = upstream.shutdown().await;
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+    assert!(
+        Sandbox::leftovers(&sandbox.tmp).is_empty(),
+        "left in TMPDIR: {:?}",
+        Sandbox::leftovers(&sandbox.tmp)
+    );
+}
+
+/// `record` killed with SIGKILL while its client (a `sh -c` whose Python child runs codex)
+/// is mid-session: no process of the recording is left (the client, its child, the relay,
+/// codex), nor the recording's directory with its raw logs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_record_leaves_no_process_and_no_directory() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new();
+    let upstream = upstream("plain").await;
+    let python = client("python", "hang").join(" ");
+    let client = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("{python}; echo after"),
+    ];
+    let args = support::record_args(
+        &codex.path,
+        upstream.base_url(),
+        &dir.path().join("x.toml"),
+        &[],
+        &client,
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut record = sandbox.command(&args);
+    record.env("OPENAI_API_KEY", KEY);
+    let mut child = record.spawn().unwrap();
+    // The client has started codex through the relay.
+    sandbox.wait_for_running("record-relay", 1, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        Sandbox::leftovers(&sandbox.tmp)
+            .iter()
+            .any(|p| p.contains("codex-parity-record-")),
+        "the recording's directory is in the run directory"
+    );
+    support::signal(child.id(), rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "processes left by the killed record: {left:?}"
+    );
+    assert!(
+        support::wait_until(Duration::from_secs(10), || Sandbox::leftovers(&sandbox.tmp)
+            .is_empty()),
+        "left in TMPDIR: {:?}",
+        Sandbox::leftovers(&sandbox.tmp)
+    );
+    let _ = upstream.shutdown().await;
 }

@@ -109,6 +109,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// (internal) Kills the process groups it is told to watch, and removes its owner's run
+    /// directory, when its owner dies (`record`, `client-check`).
+    #[command(name = "guard", hide = true)]
+    Guard {
+        /// The owner's run directory, removed once its lock is free.
+        #[arg(long, value_name = "DIR")]
+        run_dir: Option<PathBuf>,
+    },
     /// Check your own program against what codex sends it, and what a next release, a
     /// loaded server or a crash could send instead (docs/client-check.md).
     ///
@@ -437,6 +445,9 @@ impl Cli {
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Record(args) => with_runtime(record::record(args)),
             Command::RecordRelay { session, args } => with_runtime(record::relay(session, args)),
+            Command::Guard { run_dir } => {
+                ExitCode::from(codex_parity::harness::guard::serve(run_dir) as u8)
+            }
             Command::ClientCheck(args) => with_runtime(client_check::client_check(args)),
             Command::ClientCheckServe { dir, args } => exit_status(client_check::serve(dir, args)),
             Command::Review(args) => exit_status(review::review(args)),

@@ -23,6 +23,11 @@ pub(crate) struct RecordArgs {
     /// https://api.openai.com/v1).
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
+    /// Record offline: the model side is the built-in mock, serving these responses in
+    /// order (a scenario file's [[response]]s, or a sidecar script {"responses": [...]});
+    /// no upstream, no network, no key.
+    #[arg(long, value_name = "FILE", conflicts_with = "upstream")]
+    responses: Option<PathBuf>,
     /// The scenario file to write.
     #[arg(long, value_name = "FILE.toml")]
     out: PathBuf,
@@ -32,8 +37,9 @@ pub(crate) struct RecordArgs {
     /// The scenario's id (default: REC-NAME).
     #[arg(long)]
     id: Option<String>,
-    /// Replace every match of this regular expression by <redacted> in the file and the
-    /// kept logs (repeatable).
+    /// Replace every match of this regular expression by <redacted> in everything written
+    /// or printed (repeatable). The values of your environment's secret variables and
+    /// secret-shaped text (keys, bearer tokens, JWTs) are always replaced.
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
     /// The variable holding the API key codex sends to the upstream (passed through, never
@@ -60,8 +66,8 @@ pub(crate) struct RecordArgs {
     /// (`ws://127.0.0.1:PORT`; port 0 picks one), also given to it in $CODEX_PARITY_LISTEN.
     #[arg(long, value_name = "ws://HOST:PORT")]
     listen: Option<String>,
-    /// Keep the recording's directory (the relayed lines and the model exchanges, redacted)
-    /// and print where.
+    /// Keep the recording's directory (the relayed lines, the model exchanges, codex's home;
+    /// redacted, private to you) and print where; kept on failure too.
     #[arg(long)]
     keep: bool,
     /// The client to record and its arguments, after `--`.
@@ -106,56 +112,67 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         keep: args.keep,
         exe,
         listen: args.listen,
+        responses: args.responses,
     };
-    eprintln!(
-        "codex-parity: recording `{}` with codex {} (model requests to {})",
-        options
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" "),
-        binary.version,
-        options.upstream
-    );
-    let r = recorder::record(&options).await?;
+    // Everything this command prints passes the recording's redactor.
+    let mut redactor = recorder::redactor(&options)?;
+    let model_side = match &options.responses {
+        Some(path) => format!("model requests served from {}", path.display()),
+        None => format!("model requests to {}", options.upstream),
+    };
+    let command = options
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut say = |text: String| eprintln!("{}", redactor.text(&text));
+    say(format!(
+        "codex-parity: recording `{command}` with codex {} ({model_side})",
+        binary.version
+    ));
+    let r = recorder::record(&options, &mut redactor).await?;
+    let mut say = |text: String| eprintln!("{}", redactor.text(&text));
+    for problem in &r.problems {
+        say(format!("codex-parity: record: {problem}"));
+    }
     let w = &r.written;
     let lines = w.text.lines().count();
-    eprintln!(
+    say(format!(
         "codex-parity: recorded {} app-server session(s): {} turn(s), {} scripted response(s) \
          ({} request(s) forwarded), {} server request(s) answered",
         r.sessions, w.turns, w.responses, r.forwarded, w.answered
-    );
-    eprintln!(
+    ));
+    say(format!(
         "codex-parity: wrote {} ({lines} lines, {} bytes)",
         options.out.display(),
         w.text.len()
-    );
+    ));
     for note in &w.notes {
-        eprintln!("  note: {note}");
+        say(format!("  note: {note}"));
     }
     if let Some(dir) = &r.kept {
-        eprintln!(
-            "codex-parity: kept the recording's directory: {}",
+        say(format!(
+            "codex-parity: kept the recording's directory (redacted, private): {}",
             dir.display()
-        );
+        ));
     }
     let dir = options
         .out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .map_or(".".into(), |p| p.display().to_string());
-    eprintln!(
+    say(format!(
         "replay it: codex-parity run --scenarios {dir} --only-files --filter {} --codex-version {}",
         r.name, binary.version
-    );
+    ));
     Ok(match r.client_exit {
         Some(0) => ExitCode::SUCCESS,
         code => {
-            eprintln!(
+            say(format!(
                 "codex-parity: the client exited {}: the file is marked as possibly incomplete",
                 code.map_or("by a signal".into(), |c| format!("with status {c}"))
-            );
+            ));
             ExitCode::from(1)
         }
     })

@@ -3,8 +3,10 @@
 //! ([`coverage`]), the isolated world
 //! it runs in (sidecar, `CODEX_HOME`, workspace, proxy), the baselines that judge its
 //! drift, the runner that runs scenarios across binaries (or a shard of them), and the
-//! search for the release in which a scenario's outcome changed ([`bisect`]), and a
-//! [`session`] on one binary for another crate's tests (the harness as a library).
+//! search for the release in which a scenario's outcome changed ([`bisect`]), the run's own
+//! temporary directory ([`run_dir`]) and the [`guard`] that cleans up after a command
+//! killed outright. (The harness as a library for another crate's tests is
+//! `crate::plan::session`.)
 
 pub mod baseline;
 pub mod bisect;
@@ -13,6 +15,7 @@ pub mod conformance;
 pub mod coverage;
 pub mod expectations;
 pub mod git;
+pub mod guard;
 pub mod home_template;
 pub mod outcome;
 pub mod pending;

@@ -93,6 +93,28 @@ pub fn sweep(parent: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// Removes the run directory `dir` as soon as its run is dead (see [`sweep`]), trying for up
+/// to `wait` (the run's processes may still be ending); whether it is gone. A live run's
+/// directory is never touched.
+pub fn remove_when_abandoned(dir: &Path, wait: Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if !dir.exists() {
+            return true;
+        }
+        if abandoned(dir) {
+            release_daemon_sockets(dir, 4);
+            if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+                return true;
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Removes the codex daemon sockets (and their `.lock` files) that symbolic links in `dir`,
 /// up to `depth` levels down, lead to: a socket in a directory named `codex-daemon-…`.
 fn release_daemon_sockets(dir: &Path, depth: usize) {
@@ -168,6 +190,23 @@ mod tests {
             !live_path.exists() && !second_path.exists(),
             "dropping removes it"
         );
+    }
+
+    #[test]
+    fn a_run_directory_is_removed_once_its_run_is_dead_and_never_before() {
+        let parent = tempfile::tempdir().unwrap();
+        let (live, _) = RunDir::claim(parent.path()).unwrap();
+        let path = live.path().to_path_buf();
+        assert!(
+            !remove_when_abandoned(&path, Duration::from_millis(200)),
+            "a live run's directory"
+        );
+        assert!(path.exists());
+        // The run dies (its lock is released) but its directory stays, as after SIGKILL.
+        let kept = live.dir.keep();
+        drop(live._lock);
+        assert!(remove_when_abandoned(&kept, Duration::from_secs(1)));
+        assert!(!kept.exists());
     }
 
     #[test]

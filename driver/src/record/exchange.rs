@@ -95,8 +95,8 @@ pub struct Exchange {
     /// The upstream's HTTP status (101 for WebSocket frames; for [`End::UpstreamError`] 502,
     /// or the status with which the upstream refused a WebSocket upgrade).
     pub status: u16,
-    /// The upstream's response headers, lower-cased, without any secret header
-    /// (see [`is_secret_header`]).
+    /// The upstream's response headers known to carry no secret, names lower-cased
+    /// (`crate::record::headers::is_safe_header`).
     pub headers: Vec<(String, String)>,
     /// Each event of the response with when the proxy received it: the JSON after `data:`
     /// of an SSE stream, or each text frame of the WebSocket.
@@ -132,23 +132,6 @@ impl Exchange {
                 .trim_end_matches('/')
                 .ends_with("/responses/compact")
     }
-}
-
-/// Headers never recorded: credentials, cookies and account or organisation ids.
-pub fn is_secret_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    matches!(
-        name.as_str(),
-        "authorization"
-            | "proxy-authorization"
-            | "cookie"
-            | "set-cookie"
-            | "openai-organization"
-            | "openai-project"
-            | "chatgpt-account-id"
-    ) || name.contains("api-key")
-        || name.contains("account-id")
-        || name.contains("token")
 }
 
 /// One JSON-RPC line the shim relayed between the client and `codex app-server`.
@@ -194,25 +177,5 @@ mod tests {
         assert!(!exchange(Transport::Http, "GET", "/models", Value::Null).is_model_request());
         let compact = exchange(Transport::Http, "POST", "/responses/compact", json!({}));
         assert!(!compact.is_model_request() && compact.is_compaction());
-    }
-
-    #[test]
-    fn credentials_and_account_ids_are_secret_headers() {
-        for h in [
-            "Authorization",
-            "cookie",
-            "x-api-key",
-            "ChatGPT-Account-Id",
-            "openai-organization",
-        ] {
-            assert!(is_secret_header(h), "{h}");
-        }
-        for h in [
-            "content-type",
-            "x-codex-primary-used-percent",
-            "openai-model",
-        ] {
-            assert!(!is_secret_header(h), "{h}");
-        }
     }
 }

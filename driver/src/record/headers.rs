@@ -1,19 +1,51 @@
 //! Which headers the recording proxy passes on and which it records. Forwarded: all of them,
 //! credentials included (authentication passes through), but not the hop-by-hop ones
 //! (RFC 9110 §7.6.1, and those that `connection` names), with `host` set to the upstream's
-//! and no `accept-encoding` (the proxy reads the bodies it relays). Recorded: names
-//! lower-case, values as text, without any secret header ([`is_secret_header`]).
+//! and no `accept-encoding` (the proxy reads the bodies it relays). Recorded: only the
+//! response headers known to carry no secret ([`is_safe_header`]: an allowlist, so that a
+//! credential under a name nobody foresaw is never kept), names lower-case, values as text.
 
 use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH, HOST};
 use http::{HeaderMap, HeaderValue};
 
-use super::exchange::is_secret_header;
+/// The response headers known to carry no secret: the content's type and length, dates and
+/// caching, the request's id, processing time and API version, retry hints, the model and
+/// reasoning headers codex reads, and the rate-limit families (`x-ratelimit-…`,
+/// `x-FAMILY-primary-…`, `x-FAMILY-secondary-…`, `x-codex-credits-…`).
+pub fn is_safe_header(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "content-type",
+        "content-length",
+        "content-encoding",
+        "date",
+        "cache-control",
+        "x-request-id",
+        "request-id",
+        "openai-version",
+        "openai-processing-ms",
+        "openai-model",
+        "retry-after",
+        "retry-after-ms",
+        "x-models-etag",
+        "x-reasoning-included",
+    ];
+    let name = name.to_ascii_lowercase();
+    let rate_limit_family = name
+        .strip_prefix("x-")
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(_, rest)| rest.starts_with("primary-") || rest.starts_with("secondary-"));
+    NAMES.contains(&name.as_str())
+        || name.starts_with("x-ratelimit-")
+        || name.starts_with("x-codex-credits-")
+        || rate_limit_family
+}
 
-/// Headers as recorded: names lower-case, secret ones left out, values as text.
+/// Headers as recorded: the safe ones only ([`is_safe_header`]), names lower-case, values
+/// as text.
 pub fn recorded(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
-        .filter(|(name, _)| !is_secret_header(name.as_str()))
+        .filter(|(name, _)| is_safe_header(name.as_str()))
         .map(|(name, value)| {
             let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
             (name.as_str().to_ascii_lowercase(), value)
@@ -93,15 +125,27 @@ mod tests {
     }
 
     #[test]
-    fn recorded_headers_leave_out_secrets() {
+    fn only_headers_known_to_be_safe_are_recorded() {
         let headers = map(&[
             ("content-type", "text/event-stream"),
             ("set-cookie", "s=1"),
             ("openai-organization", "org-1"),
+            ("x-api_key", "planted-1"),
+            ("x-session", "planted-2"),
+            ("x-planted-secret", "planted-3"),
+            ("x-codex-turn-state", "planted-4"),
+            ("authorization", "Bearer planted-5"),
+            ("x-codex-primary-used-percent", "42.5"),
+            ("x-ratelimit-remaining-requests", "99"),
         ]);
+        let names: Vec<String> = recorded(&headers).into_iter().map(|(n, _)| n).collect();
         assert_eq!(
-            recorded(&headers),
-            [("content-type".to_string(), "text/event-stream".to_string())]
+            names,
+            [
+                "content-type",
+                "x-codex-primary-used-percent",
+                "x-ratelimit-remaining-requests"
+            ]
         );
     }
 

@@ -35,12 +35,15 @@ pub struct Listener {
 
 impl Listener {
     /// Starts codex as `config` says, listening on loopback, and accepts clients at `url`
-    /// (`ws://HOST:PORT`); logs go under `logs`, with `cwd` as the client's directory.
+    /// (`ws://HOST:PORT`); logs go under `logs`, with `cwd` as the client's directory, and
+    /// what codex says on stderr after its banner goes to `stderr_log`, never to the
+    /// terminal (the recorder keeps it, redacted, with `--keep`).
     pub async fn start(
         url: &str,
         config: &RelayConfig,
         logs: &Path,
         cwd: PathBuf,
+        stderr_log: &Path,
     ) -> anyhow::Result<Listener> {
         let address = url
             .strip_prefix("ws://")
@@ -71,7 +74,7 @@ impl Listener {
             .spawn()
             .with_context(|| format!("starting {} app-server --listen", config.codex.display()))?;
         let stderr = codex.stderr.take().context("codex's stderr")?;
-        let internal = listening_on(stderr).await?;
+        let internal = listening_on(stderr, stderr_log).await?;
         let pid = codex.id().unwrap_or(0);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let later = Arc::new(AtomicBool::new(false));
@@ -136,8 +139,9 @@ impl Listener {
     }
 }
 
-/// Reads codex's stderr until it says `listening on: ws://…`; the rest goes on to ours.
-async fn listening_on(stderr: tokio::process::ChildStderr) -> anyhow::Result<String> {
+/// Reads codex's stderr until it says `listening on: ws://…`; the rest (its banner's other
+/// lines, `readyz: …`, and whatever it says later) goes to the file `log`.
+async fn listening_on(stderr: tokio::process::ChildStderr, log: &Path) -> anyhow::Result<String> {
     let mut lines = BufReader::new(stderr).lines();
     let mut said = Vec::new();
     let found = tokio::time::timeout(LISTEN_TIMEOUT, async {
@@ -152,9 +156,12 @@ async fn listening_on(stderr: tokio::process::ChildStderr) -> anyhow::Result<Str
     .await;
     match found {
         Ok(Some(url)) => {
+            let mut file = std::fs::File::create(log)
+                .with_context(|| format!("creating {}", log.display()))?;
             tokio::spawn(async move {
+                use std::io::Write;
                 while let Ok(Some(line)) = lines.next_line().await {
-                    eprintln!("{line}");
+                    let _ = writeln!(file, "{line}");
                 }
             });
             Ok(url)

@@ -3,6 +3,14 @@
 //! client's `PATH` and in `CODEX_PARITY_CODEX`, the client's command run to its end, every
 //! relay it left stopped, and the scenario file written from both sides (checked by the
 //! scenario-file reader before it is written).
+//!
+//! The recording's directory (relay logs, the private home, the model exchanges) lives in
+//! the command's run directory (`crate::harness::run_dir`), private to the user, and goes
+//! with it, a killed `record`'s too. The client runs in a process group of its own that
+//! dies with `record`: the client by the parent-death signal, the rest of its group by the
+//! [`Guard`]. With `--keep` the directory moves to `$TMPDIR/codex-parity-kept-record-…`,
+//! every file in it redacted ([`keep`]), on success and on failure alike. Everything
+//! written or printed passes one [`Redactor`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -11,8 +19,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::codex::binary::CodexBinary;
+use crate::harness::guard::Guard;
 use crate::harness::home_template;
-use crate::record::exchange::Exchange;
 use crate::record::listener::Listener;
 use crate::record::model_proxy::ModelProxy;
 use crate::record::redact::Redactor;
@@ -66,6 +74,9 @@ pub struct RecordOptions {
     /// Accept the client on this app-server listener (`ws://HOST:PORT`) instead of giving
     /// it a codex to run over stdio.
     pub listen: Option<String>,
+    /// Serve the model side from the built-in mock with these responses (a sidecar script
+    /// `{"responses": […]}` or a scenario file's `[[response]]`s) instead of an upstream.
+    pub responses: Option<PathBuf>,
 }
 
 /// What a recording gave.
@@ -83,33 +94,182 @@ pub struct Recorded {
     pub forwarded: usize,
     /// The kept directory, with `--keep`.
     pub kept: Option<PathBuf>,
+    /// What went wrong on the model side without failing the recording, and what the
+    /// built-in mock of `--responses` was left with (redacted).
+    pub problems: Vec<String>,
 }
 
-/// Records one session of the client (see the module documentation).
-pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
+/// The redactor of a recording with options `o`: its `--redact` patterns, the API key's
+/// variable, every variable of this process's environment that holds a secret, and what the
+/// upstream URL must not show (credentials, a query).
+pub fn redactor(o: &RecordOptions) -> anyhow::Result<Redactor> {
+    Redactor::for_recording(
+        &o.redact,
+        &o.api_key_env,
+        std::env::vars_os(),
+        crate::record::upstream::secrets_of(&o.upstream),
+    )
+}
+
+/// Records one session of the client (see the module documentation). Every error's text
+/// has passed `redactor`; with `--keep`, so has every file of the kept directory.
+pub async fn record(o: &RecordOptions, redactor: &mut Redactor) -> anyhow::Result<Recorded> {
+    let dir = match prepare(o) {
+        Ok(dir) => dir,
+        Err(e) => return Err(redacted(&e, "", redactor)),
+    };
+    let session = session(o, dir.path(), redactor).await;
+    // A file that does not read back is a bug of ours: its directory is kept to report it.
+    let keep_it = o.keep || dir.path().join(REJECTED).exists();
+    match session {
+        Ok(mut recorded) => {
+            if keep_it {
+                let kept = keep(dir, redactor).map_err(|e| redacted(&e, "", redactor))?;
+                recorded.kept = Some(kept);
+            }
+            Ok(recorded)
+        }
+        Err(e) => {
+            let place = if keep_it {
+                match keep(dir, redactor) {
+                    Ok(kept) => format!(
+                        "\nthe recording's directory (redacted) is kept at {}",
+                        kept.display()
+                    ),
+                    Err(k) => format!("\nthe recording's directory could not be kept: {k:#}"),
+                }
+            } else {
+                "\n(`--keep` keeps the recording's directory, redacted, to look into)".into()
+            };
+            Err(redacted(&e, &place, redactor))
+        }
+    }
+}
+
+/// The file a recording that does not read back is written to, in the kept directory.
+const REJECTED: &str = "rejected.toml";
+
+/// `e`'s whole text and `then`, through the redactor, as a new error.
+fn redacted(e: &anyhow::Error, then: &str, redactor: &mut Redactor) -> anyhow::Error {
+    anyhow::anyhow!("{}", redactor.text(&format!("{e:#}{then}")))
+}
+
+/// What is checked before anything runs (a command to record; an `--out` whose folder
+/// exists, made when missing, and takes a file), then the recording's directory: in the
+/// command's run directory, private, removed at the end or by the next command when this
+/// one is killed.
+fn prepare(o: &RecordOptions) -> anyhow::Result<tempfile::TempDir> {
     if o.command.is_empty() {
         bail!(
             "no command to record: give the client after `--`, e.g. `codex-parity record --out s.toml -- python3 my_client.py`"
         );
     }
-    let secrets: Vec<(String, String)> = std::env::var(&o.api_key_env)
-        .map(|v| vec![(v, format!("the API key in ${}", o.api_key_env))])
-        .unwrap_or_default();
-    let mut redactor = Redactor::new(&o.redact, secrets)?;
-    let upstream = Upstream::parse(&o.upstream)?;
+    if o.out.is_dir() {
+        bail!(
+            "--out {} is a directory: give the scenario file to write (FILE.toml)",
+            o.out.display()
+        );
+    }
+    let folder = o
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).with_context(|| {
+        format!(
+            "creating {} for --out (nothing was recorded)",
+            folder.display()
+        )
+    })?;
+    tempfile::NamedTempFile::new_in(folder).with_context(|| {
+        format!(
+            "--out {}: its folder takes no file (nothing was recorded; choose another --out)",
+            o.out.display()
+        )
+    })?;
+    tempfile::Builder::new()
+        .prefix("codex-parity-record-")
+        .tempdir()
+        .context("creating the recording's directory")
+}
+
+/// The model side: the upstream, or the built-in mock serving `--responses`.
+enum ModelSide {
+    Upstream(Upstream),
+    Mock(codex_parity_sidecar::Server),
+}
+
+impl ModelSide {
+    async fn start(o: &RecordOptions) -> anyhow::Result<ModelSide> {
+        let Some(path) = &o.responses else {
+            return Ok(ModelSide::Upstream(Upstream::parse(&o.upstream)?));
+        };
+        let responses = responses_of(path)?;
+        let server = codex_parity_sidecar::Server::start("127.0.0.1", 0)
+            .await
+            .context("starting the built-in mock for --responses")?;
+        server
+            .enqueue(&responses)
+            .map_err(|e| anyhow::anyhow!("--responses {}: {e}", path.display()))?;
+        Ok(ModelSide::Mock(server))
+    }
+
+    fn upstream(&self) -> anyhow::Result<Upstream> {
+        match self {
+            ModelSide::Upstream(u) => Ok(u.clone()),
+            ModelSide::Mock(server) => Upstream::parse(&server.base_url()),
+        }
+    }
+
+    /// What the mock was left with: responses never served, requests no response answered.
+    fn leftovers(&self) -> Vec<String> {
+        let ModelSide::Mock(server) = self else {
+            return Vec::new();
+        };
+        let left = server.leftovers();
+        left.pending
+            .iter()
+            .map(|l| format!("--responses: never served: {l}"))
+            .chain(
+                left.unscripted
+                    .iter()
+                    .map(|l| format!("--responses: no response left for: {l}")),
+            )
+            .collect()
+    }
+}
+
+/// The responses of `--responses FILE`: a scenario file's `[[response]]`s (`.toml`) or a
+/// sidecar script (`{"responses": […]}`).
+fn responses_of(path: &Path) -> anyhow::Result<Vec<codex_parity_sidecar::Scripted>> {
+    if path.extension().is_some_and(|x| x == "toml") {
+        let compiled = crate::scenario_file::compile_file(path)
+            .map_err(|e| anyhow::anyhow!("--responses {}: {e}", path.display()))?;
+        if compiled.responses.is_empty() {
+            bail!(
+                "--responses {}: the scenario file has no [[response]] to serve",
+                path.display()
+            );
+        }
+        return Ok(compiled.responses);
+    }
+    codex_parity_sidecar::cli::load_config(path)
+        .with_context(|| format!("--responses {}", path.display()))
+}
+
+/// The recording itself, in `dir`: on success the file is written to `--out`.
+async fn session(
+    o: &RecordOptions,
+    dir: &Path,
+    redactor: &mut Redactor,
+) -> anyhow::Result<Recorded> {
+    // First: from here on, a killed `record` leaves nothing behind.
+    let mut guard = Guard::start(&o.exe)?;
+    let model = ModelSide::start(o).await?;
+    let upstream = model.upstream()?;
     reachable(&upstream).await?;
     let proxy = ModelProxy::start(upstream).await?;
-    // In the system's temporary directory, not the run's (`harness::run_dir`): the recording
-    // may be kept past the process (`--keep`, a rejected recording).
-    let dir = tempfile::Builder::new()
-        .prefix("codex-parity-record-")
-        .tempdir_in(std::env::temp_dir())
-        .context("creating the recording's directory")?;
-    let (home, session, bin) = (
-        dir.path().join("codex-home"),
-        dir.path().join("session"),
-        dir.path().join("bin"),
-    );
+    let (home, session, bin) = (dir.join("codex-home"), dir.join("session"), dir.join("bin"));
     std::fs::create_dir_all(&session).with_context(|| format!("creating {}", session.display()))?;
     if let Some(template) = home_template::ensure(&o.binary).await {
         template.seed(&home)?;
@@ -128,22 +288,34 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
     let listener = match &o.listen {
         Some(url) => {
             let cwd = std::env::current_dir().context("reading the working directory")?;
-            Some(Listener::start(url, &config, &relay::logs_dir(&session), cwd).await?)
+            let log = session.join("codex-stderr.log");
+            Some(Listener::start(url, &config, &relay::logs_dir(&session), cwd, &log).await?)
         }
         None => None,
     };
-    let client_exit = run_client(o, &bin, &shim, listener.as_ref().map(Listener::url)).await;
+    let client_exit = run_client(
+        o,
+        &bin,
+        &shim,
+        listener.as_ref().map(Listener::url),
+        &mut guard,
+    )
+    .await;
     let listen_note = match listener {
         Some(l) => l.stop().await,
         None => None,
     };
     let client_exit = client_exit?;
     stop_relays(&relay::logs_dir(&session)).await;
+    drop(guard);
     let (sessions, others) = timeline::read(&relay::logs_dir(&session))?;
-    let (exchanges, problems) = proxy.finish().await;
-    for problem in problems {
-        eprintln!("codex-parity: record: {problem}");
-    }
+    let (exchanges, mut problems) = proxy.finish().await;
+    problems.extend(model.leftovers());
+    let problems: Vec<String> = problems.iter().map(|p| redactor.text(p)).collect();
+    // Raw, in the private directory: redacted with the rest if it is kept.
+    let path = dir.join("exchanges.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&exchanges)?)
+        .with_context(|| format!("writing {}", path.display()))?;
     if sessions.is_empty() {
         if let Some(url) = &o.listen {
             bail!(
@@ -184,7 +356,10 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         codex_version: o.binary.version.clone(),
-        upstream: o.upstream.clone(),
+        upstream: match &o.responses {
+            Some(path) => format!("the built-in mock serving {}", path.display()),
+            None => o.upstream.clone(),
+        },
         date: today(),
         client_exit,
         home: home.clone(),
@@ -198,35 +373,29 @@ pub async fn record(o: &RecordOptions) -> anyhow::Result<Recorded> {
             .chain(listen_note)
             .collect(),
     };
-    let written = writer::write(&sessions, &exchanges, &meta, &mut redactor)
+    let written = writer::write(&sessions, &exchanges, &meta, redactor)
         .map_err(|e| anyhow::anyhow!("{e:#}{}", exit_note(client_exit)))?;
     if let Err(problems) = load::compile(&o.out, &written.text) {
-        let kept = dir.keep();
-        let aside = kept.join("rejected.toml");
+        let aside = dir.join(REJECTED);
         std::fs::write(&aside, &written.text)
             .with_context(|| format!("writing {}", aside.display()))?;
         let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         bail!(
             "the file written from this recording does not read back (a bug of codex-parity's; \
-             it is kept at {}):\n{}",
-            aside.display(),
+             it is kept as {REJECTED}):\n{}",
             list.join("\n")
         );
     }
     std::fs::write(&o.out, &written.text)
         .with_context(|| format!("writing {}", o.out.display()))?;
-    let kept = if o.keep {
-        Some(keep(dir, &exchanges, &mut redactor)?)
-    } else {
-        None
-    };
     Ok(Recorded {
         name: meta.name,
         written,
         client_exit,
         sessions: sessions.len(),
         forwarded: exchanges.len(),
-        kept,
+        kept: None,
+        problems,
     })
 }
 
@@ -265,12 +434,14 @@ fn write_config(home: &Path, o: &RecordOptions, base_url: &str) -> anyhow::Resul
 }
 
 /// Runs the client in a process group of its own with the shim first on its `PATH`; on
-/// Ctrl-C or SIGTERM the group is stopped. Returns its exit status.
+/// Ctrl-C or SIGTERM the group is stopped. The client dies with `record` (the parent-death
+/// signal) and the guard kills the rest of its group then. Returns its exit status.
 async fn run_client(
     o: &RecordOptions,
     bin: &Path,
     shim: &Path,
     listen: Option<&str>,
+    guard: &mut Guard,
 ) -> anyhow::Result<Option<i32>> {
     let mut path = OsString::from(bin);
     if let Some(old) = std::env::var_os("PATH") {
@@ -278,15 +449,21 @@ async fn run_client(
         path.push(old);
     }
     let program = &o.command[0];
-    let mut child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(&o.command[1..])
         .env("PATH", path)
         .env(CODEX_ENV, shim)
         .envs(listen.map(|url| (LISTEN_ENV, url)))
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
+    let mut child = command
         .spawn()
         .with_context(|| format!("starting the client {}", program.to_string_lossy()))?;
+    if let Some(pid) = child.id() {
+        guard.watch(pid)?;
+    }
     let group = child
         .id()
         .and_then(|p| rustix::process::Pid::from_raw(p as i32));
@@ -338,26 +515,81 @@ async fn stop_relays(logs: &Path) {
     }
 }
 
-/// Keeps the recording's directory, its logs rewritten through the redactor, and the
-/// model exchanges beside them; returns where.
-fn keep(
-    dir: tempfile::TempDir,
-    exchanges: &[Exchange],
-    redactor: &mut Redactor,
-) -> anyhow::Result<PathBuf> {
-    let kept = dir.keep();
-    let logs = relay::logs_dir(&kept.join("session"));
-    for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
-        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-        std::fs::write(entry.path(), redactor.text(&text))
-            .with_context(|| format!("rewriting {}", entry.path().display()))?;
+/// Keeps the recording's directory: moved to `$TMPDIR/codex-parity-kept-record-…` (out of
+/// the run directory, which goes at the end), every file in it redacted (text through the
+/// redactor, other files masked byte for byte: codex's databases), directories made 0700
+/// and files 0600, anything that is neither removed; a file in which the redactor's guard
+/// still finds a secret is removed. Returns where.
+pub fn keep(dir: tempfile::TempDir, redactor: &mut Redactor) -> anyhow::Result<PathBuf> {
+    let kept = tempfile::Builder::new()
+        .prefix("codex-parity-kept-record-")
+        .tempdir_in(std::env::temp_dir())
+        .context("creating the kept directory")?
+        .keep();
+    for entry in std::fs::read_dir(dir.path())
+        .with_context(|| format!("reading {}", dir.path().display()))?
+        .flatten()
+    {
+        let to = kept.join(entry.file_name());
+        std::fs::rename(entry.path(), &to)
+            .or_else(|_| copy_tree(&entry.path(), &to))
+            .with_context(|| format!("moving {} to {}", entry.path().display(), to.display()))?;
     }
-    let json = serde_json::to_value(exchanges).context("encoding the model exchanges")?;
-    let path = kept.join("exchanges.json");
-    let text = serde_json::to_string_pretty(&redactor.value(&json))
-        .context("encoding the model exchanges")?;
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    drop(dir);
+    redact_tree(&kept, redactor)?;
     Ok(kept)
+}
+
+/// Copies `from` (a file or a directory) to `to`: for a kept directory on another file
+/// system than the run's.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)?.flatten() {
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(from, to).map(|_| ())
+    }
+}
+
+/// Redacts every file under `dir` in place and makes the tree private (see [`keep`]).
+fn redact_tree(dir: &Path, redactor: &mut Redactor) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} private", dir.display()))?;
+    for entry in std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+    {
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("reading {}", path.display()))?;
+        if kind.is_dir() {
+            redact_tree(&path, redactor)?;
+        } else if kind.is_file() {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let clean = redactor.bytes(&bytes);
+            if redactor.leak(&clean).is_some() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+                continue;
+            }
+            if clean != bytes {
+                std::fs::write(&path, &clean)
+                    .with_context(|| format!("rewriting {}", path.display()))?;
+            }
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("making {} private", path.display()))?;
+        } else {
+            // Sockets, pipes and links: nothing to read later, and a link may lead out.
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn exit_note(code: Option<i32>) -> String {

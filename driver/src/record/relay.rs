@@ -8,7 +8,7 @@
 //!
 //! The log is flushed line by line, so a relay killed outright still leaves what it saw.
 //! On SIGTERM, SIGINT or SIGHUP the relay kills its codex and exits 143; a relay killed
-//! with SIGKILL closes codex's stdin, on which `codex app-server` exits by itself.
+//! with SIGKILL takes its codex with it (the parent-death signal).
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -112,6 +112,8 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
         command.env_remove(name);
     }
     command.envs(config.env.iter().map(|(k, v)| (k, v)));
+    // Codex goes with its relay, even a relay killed outright.
+    codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
     let code = if relayed {
         relay_stdio(command, &mut log).await?
     } else {

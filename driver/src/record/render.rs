@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::record::exchange::{End, Exchange, Micros, Transport};
 use crate::record::redact::Redactor;
-use crate::record::toml_text::{block, key, string, value};
+use crate::record::toml_text::{block, comment, key, string, value};
 
 /// What the file says about where it came from.
 #[derive(Debug, Clone, Default)]
@@ -112,14 +112,18 @@ const ECHOED: &[&str] = &["instructions", "tools"];
 impl Draft<'_> {
     pub(super) fn render(&mut self, meta: &Meta, redactor: &mut Redactor) -> String {
         let mut out = String::new();
-        let command = meta.command.join(" ");
+        // Everything written passes the redactor: the command line may carry a secret in an
+        // argument, the upstream in its address.
+        let command = redactor.text(&meta.command.join(" "));
         out.push_str(&format!(
-            "# Recorded by `codex-parity record` on {} from: {command}\n",
-            meta.date
+            "# Recorded by `codex-parity record` on {} from: {}\n",
+            meta.date,
+            comment(&command)
         ));
         out.push_str(&format!(
             "# codex {}; model requests forwarded to {} and answered as recorded below.\n",
-            meta.codex_version, meta.upstream
+            comment(&meta.codex_version),
+            comment(&redactor.text(&meta.upstream))
         ));
         match meta.client_exit {
             Some(0) => {}
@@ -130,20 +134,19 @@ impl Draft<'_> {
                 "# WARNING: a signal ended the client: this session may be incomplete.\n",
             ),
         }
-        out.push_str("# Never written: authorization, API-key and cookie headers, account and organisation ids");
-        if redactor.patterns().is_empty() {
-            out.push_str(".\n");
-        } else {
-            // The count is only known once the file is written: a marker filled in below.
-            out.push_str(&format!(
-                "; matches of --redact {} as <redacted> (REDACTED_COUNT).\n",
-                redactor.patterns().join(", ")
-            ));
+        out.push_str(
+            "# Never written: credentials, cookies, account and organisation ids, and any header \
+             not known to be safe.\n# Replaced by <redacted> (\u{0}COUNT\u{0}): the values of \
+             your environment's secret variables, secret-shaped values (keys, bearer tokens, JWTs)",
+        );
+        match redactor.pattern_count() {
+            0 => out.push_str(".\n"),
+            n => out.push_str(&format!(" and the matches of {n} --redact pattern(s).\n")),
         }
         out.push_str(&format!(
             "name = {}\nid = {}\nsummary = {}\n",
-            string(&meta.name),
-            string(&meta.id),
+            string(&redactor.text(&meta.name)),
+            string(&redactor.text(&meta.id)),
             string(&format!("recorded from {command}"))
         ));
         if self.thread_table.is_none() {
@@ -183,7 +186,7 @@ impl Draft<'_> {
             out.push_str("\n[thread]                         # the client's thread/start\n");
             for (k, v) in &table {
                 let v = redactor.value(v);
-                out.push_str(&format!("{} = {}\n", key(k), value(&v)));
+                out.push_str(&format!("{} = {}\n", key(&redactor.text(k)), value(&v)));
             }
         }
         let mut trimmed = false;
@@ -193,7 +196,7 @@ impl Draft<'_> {
             trimmed |= t;
             out.push_str(&format!(
                 "\n[[response]]                     # {}\njson = {}\n",
-                describe(e, pos, self.origin),
+                comment(&redactor.text(&describe(e, pos, self.origin))),
                 block(&json)
             ));
         }
@@ -206,7 +209,13 @@ impl Draft<'_> {
                 if registered.get(&method) == Some(&answer) {
                     continue;
                 }
-                out.push_str(&format!("\n[[step]]                         # the client's answer to codex's {method}\ndo = \"reply\"\nmethod = {}\n", string(&method)));
+                let named = redactor.text(&method);
+                out.push_str(&format!(
+                    "\n[[step]]                         # the client's answer to codex's {}\n\
+                     do = \"reply\"\nmethod = {}\n",
+                    comment(&named),
+                    string(&named)
+                ));
                 match &answer {
                     Answer::Result(v) => {
                         out.push_str(&format!("result = {}\n", value(&redactor.value(v))))
@@ -220,7 +229,7 @@ impl Draft<'_> {
             }
             out.push_str(&format!(
                 "\n[[step]]                         # {}\n",
-                step.comment
+                comment(&redactor.text(&step.comment))
             ));
             out.push_str(&step_body(step, redactor));
         }
@@ -231,16 +240,17 @@ impl Draft<'_> {
             .count();
         out.push_str(&format!("\n[[check]]                        # codex sent this many model requests\non = \"requests\"\ncount = {model}\n"));
         for (method, n) in &self.server_requests {
-            out.push_str(&format!("\n[[check]]                        # codex asked the client this\non = \"server_request\"\nmethod = {}\ncount = {n}\n", string(method)));
+            out.push_str(&format!("\n[[check]]                        # codex asked the client this\non = \"server_request\"\nmethod = {}\ncount = {n}\n", string(&redactor.text(method))));
         }
         if !self.notes.is_empty() {
             out.push_str("\n# Notes:\n");
-            for n in &self.notes {
-                out.push_str(&format!("# - {n}\n"));
+            for n in self.notes.clone() {
+                out.push_str(&format!("# - {}\n", comment(&redactor.text(&n))));
             }
         }
+        // The count is only known now; the marker holds a NUL, which no escaped text can.
         out.replace(
-            "REDACTED_COUNT",
+            "\u{0}COUNT\u{0}",
             &format!("{} replaced", redactor.matched()),
         )
     }

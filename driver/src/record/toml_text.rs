@@ -56,6 +56,23 @@ pub fn value(v: &Value) -> String {
     }
 }
 
+/// Text for a `# comment`: one line whatever it holds, its line breaks and other control
+/// characters written as escapes (`\n`), so that no text can end the comment and become a
+/// key of the file.
+pub fn comment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04X}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Text as a multi-line literal string (`'''…'''`, no escapes) when it can be one, else
 /// as a basic string.
 pub fn block(text: &str) -> String {
@@ -84,5 +101,14 @@ mod tests {
         assert_eq!(parsed["block"].as_str(), Some("{\"k\": 'x'}\n"));
         assert_eq!(value(&Value::Null), "\"$null\"");
         assert_eq!(block("a'''b"), "\"a'''b\"");
+    }
+
+    #[test]
+    fn a_comment_stays_one_line_whatever_it_holds() {
+        let hostile = "client --flag 'x\ntimeout_secs = 1\r\n[[step]]\u{2028}\u{7}'";
+        let text = format!("# from: {}\nname = \"n\"\n", comment(hostile));
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed.keys().collect::<Vec<_>>(), ["name"], "{text}");
+        assert_eq!(text.lines().count(), 2, "{text}");
     }
 }

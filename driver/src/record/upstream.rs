@@ -28,6 +28,59 @@ use tokio_tungstenite::tungstenite::handshake::client::Response as HandshakeResp
 /// How long connecting to the upstream (TCP and TLS) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `url` as it may be shown: its user information and its query or fragment replaced by
+/// `<redacted>`.
+pub fn shown(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (rest, tail) = match rest.find(['?', '#']) {
+        Some(at) => (&rest[..at], format!("{}<redacted>", &rest[at..at + 1])),
+        None => (rest, String::new()),
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("<redacted>@{host}"),
+        None => authority.to_string(),
+    };
+    let sep = if url.contains("://") { "://" } else { "" };
+    format!("{scheme}{sep}{authority}{path}{tail}")
+}
+
+/// The secret parts of an upstream URL, each with what it is: its user information, its
+/// query and fragment (a key in `?api_key=…`), for the recording's redactor.
+pub fn secrets_of(url: &str) -> Vec<(String, String)> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let mut out = Vec::new();
+    let (before, tail) = match rest.find(['?', '#']) {
+        Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+        None => (rest, None),
+    };
+    let authority = &before[..before.find('/').unwrap_or(before.len())];
+    if let Some((user, _)) = authority.rsplit_once('@') {
+        out.push((
+            user.to_string(),
+            "the upstream URL's credentials".to_string(),
+        ));
+        if let Some((_, password)) = user.split_once(':') {
+            out.push((
+                password.to_string(),
+                "the upstream URL's password".to_string(),
+            ));
+        }
+    }
+    if let Some(tail) = tail.filter(|t| !t.is_empty()) {
+        out.push((tail.to_string(), "the upstream URL's query".to_string()));
+        for part in tail.split(['&', '#']) {
+            if let Some((_, value)) = part.split_once('=') {
+                out.push((
+                    value.to_string(),
+                    "a value of the upstream URL's query".to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// A parsed upstream base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
@@ -41,8 +94,10 @@ pub struct Upstream {
 impl Upstream {
     /// Parses `http://HOST[:PORT][/PREFIX]` or `https://…` (an IPv6 host in brackets); a
     /// trailing `/` of the prefix is dropped, a query or fragment is refused.
-    pub fn parse(url: &str) -> anyhow::Result<Upstream> {
-        let trimmed = url.trim().trim_end_matches('/');
+    pub fn parse(raw: &str) -> anyhow::Result<Upstream> {
+        // Errors name the URL without what it must not carry (credentials, a query).
+        let url = &shown(raw);
+        let trimmed = raw.trim().trim_end_matches('/');
         let (tls, rest) = if let Some(rest) = trimmed.strip_prefix("https://") {
             (true, rest)
         } else if let Some(rest) = trimmed.strip_prefix("http://") {
@@ -387,16 +442,25 @@ mod tests {
 
     #[test]
     fn unusable_base_urls_are_refused_with_the_url() {
-        for url in [
-            "ftp://x/v1",
-            "http://",
-            "http://host:port/v1",
-            "http://h/v1?x=1",
-            "https://user:pw@h/v1",
-        ] {
+        for url in ["ftp://x/v1", "http://", "http://host:port/v1"] {
             let error = format!("{:#}", Upstream::parse(url).unwrap_err());
             assert!(error.contains(url), "{url}: {error}");
         }
+        // Credentials and a query are refused without being repeated.
+        for (url, shown) in [
+            ("http://h/v1?key=planted-1", "http://h/v1?<redacted>"),
+            ("https://user:planted-2@h/v1", "https://<redacted>@h/v1"),
+            (
+                "https://user:planted-3@h/v1#frag",
+                "https://<redacted>@h/v1#<redacted>",
+            ),
+        ] {
+            let error = format!("{:#}", Upstream::parse(url).unwrap_err());
+            assert!(error.contains(shown), "{url}: {error}");
+            assert!(!error.contains("planted"), "{url}: {error}");
+            assert!(!secrets_of(url).is_empty(), "{url}");
+        }
+        assert!(secrets_of("https://api.openai.com/v1").is_empty());
     }
 
     #[tokio::test]

@@ -13,10 +13,16 @@ variable CODEX_PARITY_CODEX, else `codex` on PATH. The one argument is the mode:
 - exit-at-once: exits 0 at once, without starting codex.
 - fail: the plain flow, then exit status 3.
 - no-turn: starts codex and a thread, then ends the session without a turn.
+- secrets: the plain flow, its turn's text taken from the environment variable
+  RECORD_TEST_PROMPT (a test plants secrets there and in the ignored extra arguments).
+- hang: starts codex and a thread, then waits 10 minutes (a test kills `record` meanwhile).
+
+Arguments after the mode are ignored.
 
 Every mode but exit-at-once and no-turn prints `turn <status>` when its turn completes. Any failure exits
 non-zero with a message on stderr. No wait is longer than 30 s, and codex is killed on exit.
-This is the Python twin of `driver/examples/record_client.rs`: same modes, same behaviour.
+This is the Python twin of `driver/examples/record_client.rs`: same modes, same behaviour
+(secrets and hang are this client's only).
 Python 3.11, standard library only.
 """
 
@@ -35,7 +41,18 @@ EXIT_S = 5.0
 # The pause between `turn/started` and the steer or interrupt, in seconds.
 PAUSE_S = 1.0
 
-MODES = ("plain", "tool", "approval", "steer", "interrupt", "exit-at-once", "fail", "no-turn")
+MODES = (
+    "plain",
+    "tool",
+    "approval",
+    "steer",
+    "interrupt",
+    "exit-at-once",
+    "fail",
+    "no-turn",
+    "secrets",
+    "hang",
+)
 
 LOOKUP_TOOL = {
     "name": "lookup",
@@ -236,7 +253,11 @@ def run(codex, mode):
         raise Failure(f"thread/start: no result.thread.id in {json.dumps(started)}")
     if mode == "no-turn":
         return
-    turn_params = {"threadId": thread_id, "input": text_input(TURN_TEXT[mode])}
+    if mode == "hang":
+        time.sleep(600)
+        return
+    text = os.environ.get("RECORD_TEST_PROMPT", "") if mode == "secrets" else TURN_TEXT[mode]
+    turn_params = {"threadId": thread_id, "input": text_input(text)}
     turn = codex.request("turn/start", turn_params)
     turn_id = (turn.get("turn") or {}).get("id")
     if not isinstance(turn_id, str):
@@ -266,8 +287,8 @@ def run(codex, mode):
 
 def main():
     """Runs the mode named by the one argument; returns the exit status."""
-    if len(sys.argv) != 2 or sys.argv[1] not in MODES:
-        print(f"usage: client.py MODE (one of {', '.join(MODES)})", file=sys.stderr)
+    if len(sys.argv) < 2 or sys.argv[1] not in MODES:
+        print(f"usage: client.py MODE [IGNORED...] (MODE: one of {', '.join(MODES)})", file=sys.stderr)
         return 1
     mode = sys.argv[1]
     if mode == "exit-at-once":
