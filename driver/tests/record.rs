@@ -923,3 +923,48 @@ async fn a_killed_record_leaves_no_process_and_no_directory() {
     );
     let _ = upstream.shutdown().await;
 }
+
+/// `record --responses FILE`: the model side served by the built-in mock, offline and without
+/// a key; a response the session never asked for is reported by name.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recording_is_made_offline_from_responses_and_leftovers_are_named() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let responses = serde_json::json!({"responses": [
+        Scripted::sse(bodies::assistant_reply("r1", "hello offline")).to_json(),
+        Scripted::sse(bodies::assistant_reply("r2", "never asked for")).to_json(),
+    ]});
+    std::fs::write(&script, responses.to_string()).unwrap();
+    let out = dir.path().join("offline.toml");
+    let sandbox = Sandbox::new();
+    let script_arg = script.display().to_string();
+    let mut args = support::record_args(
+        &codex.path,
+        "unused",
+        &out,
+        &["--responses", &script_arg],
+        &client("python", "plain"),
+    );
+    // No --upstream with --responses: drop the pair record_args put in.
+    let at = args.iter().position(|a| a == "--upstream").unwrap();
+    args.drain(at..at + 2);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = sandbox.command(&args);
+    cmd.env_remove("OPENAI_API_KEY");
+    let o = finish(cmd);
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.contains("finalResponse = \"hello offline\""), "{file}");
+    assert!(
+        file.contains("answered as recorded below") && file.contains("the built-in mock serving"),
+        "{file}"
+    );
+    assert!(
+        text(&o).contains("--responses: never served:"),
+        "the leftover response is named: {}",
+        text(&o)
+    );
+    let o = replay(dir.path(), &codex.path);
+    assert!(o.status.success(), "the offline recording replays: {}", text(&o));
+}
