@@ -16,6 +16,7 @@ use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::harness::sidecar::{Sidecar, SidecarLauncher};
+use codex_parity::scenario_file;
 use codex_parity_sidecar::mock::script::Scripted;
 use codex_parity_sidecar::wire::{bodies, events};
 use serde_json::Value;
@@ -211,6 +212,11 @@ async fn record_all(language: &str, dir: &Path, codex: &CodexBinary) -> Vec<Path
             "the key is in {}:\n{file}",
             out.display()
         );
+        // What record wrote is the model the reader reads, and writes back the same.
+        let read = scenario_file::load::compile(&out, &file).unwrap();
+        let again = scenario_file::write::write(&read.file, &Default::default());
+        let reread = scenario_file::load::compile(&out, &again).unwrap();
+        assert_eq!(reread.file, read.file, "{}", out.display());
         assert!(
             !text(&output).contains(KEY),
             "the key is in record's output"
@@ -966,5 +972,9 @@ async fn a_recording_is_made_offline_from_responses_and_leftovers_are_named() {
         text(&o)
     );
     let o = replay(dir.path(), &codex.path);
-    assert!(o.status.success(), "the offline recording replays: {}", text(&o));
+    assert!(
+        o.status.success(),
+        "the offline recording replays: {}",
+        text(&o)
+    );
 }

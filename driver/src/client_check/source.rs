@@ -22,9 +22,10 @@ use crate::harness::sidecar::SidecarLauncher;
 use crate::plan::Options;
 use crate::plan::session::Session;
 use crate::record::{relay, timeline};
-use crate::scenario_file::format::Step as FileStep;
 use crate::scenario_file::load::Compiled;
 use crate::scenario_file::matching;
+use crate::scenario_file::steps::Step as FileStep;
+use crate::scenario_file::steps::reply::ReplyStep;
 
 /// A session to serve.
 #[derive(Debug, Clone, PartialEq)]
@@ -266,12 +267,12 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
 fn replies(compiled: &Compiled) -> BTreeMap<String, Value> {
     let mut seen: BTreeMap<String, Option<Value>> = BTreeMap::new();
     for placed in &compiled.steps {
-        let FileStep::Reply {
+        let FileStep::Reply(ReplyStep {
             method,
             result,
             error,
             unanswered: false,
-        } = &placed.item
+        }) = &placed.item
         else {
             continue;
         };

@@ -90,7 +90,7 @@ pub struct WorldOptions {
 
 /// How a world's app-server talks to its client (`codex app-server --listen`); a scenario
 /// file says `stdio`, `ws` or `unix`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Listen {
     /// JSON lines on stdin and stdout, one client per process (the default).

@@ -8,8 +8,10 @@
 //! listens for codex, relays HTTP ([`http_relay`], SSE read by [`sse_events`]) and the
 //! Responses WebSocket ([`ws_relay`]) to the [`upstream::Upstream`], passing on the
 //! [`headers`] it should, and keeps what it recorded in a [`journal::Journal`] of
-//! [`exchange::Exchange`]s. [`writer`] makes one scenario file of both ([`toml_text`] spells
-//! its values, [`redact`] keeps secrets out); [`recorder`] runs a recording from start to end.
+//! [`exchange::Exchange`]s. [`writer`] makes the scenario-file model of both and [`render`]
+//! writes it with its comments (through `crate::scenario_file::write`, the same code that
+//! reads it back), [`redact`] keeps secrets out of everything written; [`recorder`] runs a
+//! recording from start to end.
 
 pub mod exchange;
 pub mod headers;
@@ -24,7 +26,6 @@ pub mod render;
 pub mod shim;
 pub mod sse_events;
 pub mod timeline;
-pub mod toml_text;
 pub mod upstream;
 pub mod writer;
 pub mod ws_relay;

@@ -269,46 +269,26 @@ async fn session(
     let upstream = model.upstream()?;
     reachable(&upstream).await?;
     let proxy = ModelProxy::start(upstream).await?;
-    let (home, session, bin) = (dir.join("codex-home"), dir.join("session"), dir.join("bin"));
-    std::fs::create_dir_all(&session).with_context(|| format!("creating {}", session.display()))?;
-    if let Some(template) = home_template::ensure(&o.binary).await {
-        template.seed(&home)?;
-    }
-    write_config(&home, o, &proxy.base_url())?;
-    let config = RelayConfig {
-        codex: o.binary.path.clone(),
-        env: vec![("CODEX_HOME".into(), home.to_string_lossy().into_owned())],
-        remove_env: vec![],
-        app_server_args: vec!["--disable".into(), "plugins".into()],
-    };
-    let config_path = relay::config_path(&session);
-    std::fs::write(&config_path, serde_json::to_string(&config)?)
-        .with_context(|| format!("writing {}", config_path.display()))?;
-    let shim = shim::write(&bin, &o.exe, shim::RELAY_COMMAND, &session)?;
+    let setup = Setup::make(o, dir, &proxy.base_url()).await?;
+    let logs = relay::logs_dir(&setup.session);
     let listener = match &o.listen {
         Some(url) => {
             let cwd = std::env::current_dir().context("reading the working directory")?;
-            let log = session.join("codex-stderr.log");
-            Some(Listener::start(url, &config, &relay::logs_dir(&session), cwd, &log).await?)
+            let log = setup.session.join("codex-stderr.log");
+            Some(Listener::start(url, &setup.config, &logs, cwd, &log).await?)
         }
         None => None,
     };
-    let client_exit = run_client(
-        o,
-        &bin,
-        &shim,
-        listener.as_ref().map(Listener::url),
-        &mut guard,
-    )
-    .await;
+    let listen_url = listener.as_ref().map(Listener::url);
+    let client_exit = run_client(o, &setup.bin, &setup.shim, listen_url, &mut guard).await;
     let listen_note = match listener {
         Some(l) => l.stop().await,
         None => None,
     };
     let client_exit = client_exit?;
-    stop_relays(&relay::logs_dir(&session)).await;
+    stop_relays(&logs).await;
     drop(guard);
-    let (sessions, others) = timeline::read(&relay::logs_dir(&session))?;
+    let (sessions, others) = timeline::read(&logs)?;
     let (exchanges, mut problems) = proxy.finish().await;
     problems.extend(model.leftovers());
     let problems: Vec<String> = problems.iter().map(|p| redactor.text(p)).collect();
@@ -317,34 +297,106 @@ async fn session(
     std::fs::write(&path, serde_json::to_string_pretty(&exchanges)?)
         .with_context(|| format!("writing {}", path.display()))?;
     if sessions.is_empty() {
-        if let Some(url) = &o.listen {
-            bail!(
-                "the client never connected to the app-server listener {url} (also in \
-                 ${LISTEN_ENV}){}",
-                exit_note(client_exit)
-            );
+        return Err(no_session(o, &others, &setup.shim, client_exit));
+    }
+    let meta = meta(o, &setup.home, client_exit, listen_note);
+    let written = writer::write(&sessions, &exchanges, &meta, redactor)
+        .map_err(|e| anyhow::anyhow!("{e:#}{}", exit_note(client_exit)))?;
+    write_out(o, dir, &written.text)?;
+    Ok(Recorded {
+        name: meta.name,
+        written,
+        client_exit,
+        sessions: sessions.len(),
+        forwarded: exchanges.len(),
+        kept: None,
+        problems,
+    })
+}
+
+/// What the client is given: the private home (its `config.toml` pointing codex at the
+/// proxy), the relays' configuration, and the shim.
+struct Setup {
+    home: PathBuf,
+    session: PathBuf,
+    bin: PathBuf,
+    config: RelayConfig,
+    shim: PathBuf,
+}
+
+impl Setup {
+    async fn make(o: &RecordOptions, dir: &Path, base_url: &str) -> anyhow::Result<Setup> {
+        let (home, session, bin) = (dir.join("codex-home"), dir.join("session"), dir.join("bin"));
+        std::fs::create_dir_all(&session)
+            .with_context(|| format!("creating {}", session.display()))?;
+        if let Some(template) = home_template::ensure(&o.binary).await {
+            template.seed(&home)?;
         }
-        let ran = if others.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (it ran only: {})",
-                others
-                    .iter()
-                    .map(|a| format!("codex {}", a.join(" ")))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
+        write_config(&home, o, base_url)?;
+        let config = RelayConfig {
+            codex: o.binary.path.clone(),
+            env: vec![("CODEX_HOME".into(), home.to_string_lossy().into_owned())],
+            remove_env: vec![],
+            app_server_args: vec!["--disable".into(), "plugins".into()],
         };
-        bail!(
-            "the client never started `codex app-server`{ran}: it was given the shim {} as the \
-             first `codex` on its PATH and in ${CODEX_ENV}; a client that takes codex's path \
-             from elsewhere (a config file, an absolute path) must be pointed at it{}",
-            shim.display(),
+        let config_path = relay::config_path(&session);
+        std::fs::write(&config_path, serde_json::to_string(&config)?)
+            .with_context(|| format!("writing {}", config_path.display()))?;
+        let shim = shim::write(&bin, &o.exe, shim::RELAY_COMMAND, &session)?;
+        Ok(Setup {
+            home,
+            session,
+            bin,
+            config,
+            shim,
+        })
+    }
+}
+
+/// Why nothing can be written when the client started no session.
+fn no_session(
+    o: &RecordOptions,
+    others: &[Vec<String>],
+    shim: &Path,
+    client_exit: Option<i32>,
+) -> anyhow::Error {
+    if let Some(url) = &o.listen {
+        return anyhow::anyhow!(
+            "the client never connected to the app-server listener {url} (also in \
+             ${LISTEN_ENV}){}",
             exit_note(client_exit)
         );
     }
-    let meta = Meta {
+    let ran = if others.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = others
+            .iter()
+            .map(|a| format!("codex {}", a.join(" ")))
+            .collect();
+        format!(" (it ran only: {})", list.join("; "))
+    };
+    anyhow::anyhow!(
+        "the client never started `codex app-server`{ran}: it was given the shim {} as the \
+         first `codex` on its PATH and in ${CODEX_ENV}; a client that takes codex's path \
+         from elsewhere (a config file, an absolute path) must be pointed at it{}",
+        shim.display(),
+        exit_note(client_exit)
+    )
+}
+
+/// What the file says about where it came from.
+fn meta(
+    o: &RecordOptions,
+    home: &Path,
+    client_exit: Option<i32>,
+    listen_note: Option<String>,
+) -> Meta {
+    let listened = o.listen.iter().map(|_| {
+        "recorded over the app-server's WebSocket listener; the replay speaks to codex over stdio"
+            .to_string()
+    });
+    Meta {
         name: o.name.clone().unwrap_or_else(|| stem(&o.out)),
         id: o
             .id
@@ -362,23 +414,20 @@ async fn session(
         },
         date: today(),
         client_exit,
-        home: home.clone(),
+        home: home.to_path_buf(),
         approval_policy: o.approval_policy.clone(),
         sandbox_mode: o.sandbox_mode.clone(),
         timing: o.timing,
-        notes: o
-            .listen
-            .iter()
-            .map(|_| "recorded over the app-server's WebSocket listener; the replay speaks to codex over stdio".to_string())
-            .chain(listen_note)
-            .collect(),
-    };
-    let written = writer::write(&sessions, &exchanges, &meta, redactor)
-        .map_err(|e| anyhow::anyhow!("{e:#}{}", exit_note(client_exit)))?;
-    if let Err(problems) = load::compile(&o.out, &written.text) {
+        notes: listened.chain(listen_note).collect(),
+    }
+}
+
+/// Writes the file to `--out` once the scenario-file reader reads it back (the guard behind
+/// the model: a file it refuses is a bug of ours, kept as `rejected.toml` in `dir`).
+fn write_out(o: &RecordOptions, dir: &Path, text: &str) -> anyhow::Result<()> {
+    if let Err(problems) = load::compile(&o.out, text) {
         let aside = dir.join(REJECTED);
-        std::fs::write(&aside, &written.text)
-            .with_context(|| format!("writing {}", aside.display()))?;
+        std::fs::write(&aside, text).with_context(|| format!("writing {}", aside.display()))?;
         let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         bail!(
             "the file written from this recording does not read back (a bug of codex-parity's; \
@@ -386,17 +435,7 @@ async fn session(
             list.join("\n")
         );
     }
-    std::fs::write(&o.out, &written.text)
-        .with_context(|| format!("writing {}", o.out.display()))?;
-    Ok(Recorded {
-        name: meta.name,
-        written,
-        client_exit,
-        sessions: sessions.len(),
-        forwarded: exchanges.len(),
-        kept: None,
-        problems,
-    })
+    std::fs::write(&o.out, text).with_context(|| format!("writing {}", o.out.display()))
 }
 
 /// Fails, naming the upstream, when no connection to it can be made: before the client

@@ -20,8 +20,18 @@ use crate::app_server::message::{Message, RequestId};
 use crate::app_server::turn::{StartedTurn, collect_turn};
 use crate::record::exchange::{End, Exchange, Micros};
 use crate::record::redact::Redactor;
-use crate::record::render::{Answer, Draft, Kind, Meta, Step};
+use crate::record::render::{Answer, Draft, DraftStep, Meta};
 use crate::record::timeline::AppSession;
+use crate::scenario_file::fields::{Input, thread_var};
+use crate::scenario_file::steps::Step;
+use crate::scenario_file::steps::interrupt::InterruptStep;
+use crate::scenario_file::steps::release::ReleaseStep;
+use crate::scenario_file::steps::request::RequestStep;
+use crate::scenario_file::steps::restart::RestartStep;
+use crate::scenario_file::steps::steer::SteerStep;
+use crate::scenario_file::steps::turn::TurnStep;
+use crate::scenario_file::steps::wait_requests::WaitRequestsStep;
+use crate::scenario_file::steps::wait_turn::WaitTurnStep;
 
 /// The file and what went into it.
 #[derive(Debug, Clone, Default)]
@@ -95,7 +105,7 @@ pub fn write(
             b.flush_waits(Micros::MAX);
             b.push(
                 session.started,
-                Kind::Restart,
+                Step::Restart(RestartStep {}),
                 "the client started a second app-server: a restart in the same home".into(),
             );
         }
@@ -137,14 +147,16 @@ pub fn write(
 }
 
 impl<'a> Builder<'a> {
-    fn push(&mut self, at: Micros, kind: Kind, comment: String) -> usize {
-        self.d.steps.push(Step {
-            at,
-            kind,
-            comment,
-            capture: Vec::new(),
-        });
+    fn push(&mut self, at: Micros, step: Step, comment: String) -> usize {
+        self.d.steps.push(DraftStep { at, step, comment });
         self.d.steps.len() - 1
+    }
+
+    /// Binds `name` from step `step`'s result at `pointer`.
+    fn capture(&mut self, step: usize, name: &str, pointer: &str) {
+        if let Some(capture) = self.d.steps[step].step.capture_mut() {
+            capture.insert(name.to_string(), pointer.to_string());
+        }
     }
 
     fn session(&mut self, s: &AppSession) -> anyhow::Result<()> {
@@ -296,11 +308,12 @@ impl<'a> Builder<'a> {
                 };
                 let step = self.push(
                     at,
-                    Kind::Request {
+                    Step::Request(RequestStep {
                         method: method.into(),
                         params,
                         expect_error,
-                    },
+                        ..RequestStep::default()
+                    }),
                     format!("{when}: {method}"),
                 );
                 if let Some(Ok(result)) = &answer {
@@ -314,9 +327,7 @@ impl<'a> Builder<'a> {
                 {
                     // The thread the replay's turns run on: bound as `$thread` at once.
                     self.candidates.remove(id);
-                    self.d.steps[step]
-                        .capture
-                        .push(("thread".into(), "/thread/id".into()));
+                    self.capture(step, "thread", "/thread/id");
                     self.vars.insert(id.to_string(), "thread".into());
                     self.taken.push("thread".into());
                 }
@@ -344,11 +355,12 @@ impl<'a> Builder<'a> {
                 let expect_error = other.and_then(Result::err).map(|e| error_code(&e));
                 self.push(
                     ctx.at,
-                    Kind::Request {
+                    Step::Request(RequestStep {
                         method: "turn/start".into(),
                         params,
                         expect_error,
-                    },
+                        ..RequestStep::default()
+                    }),
                     format!("{when}: turn/start, refused"),
                 );
                 return;
@@ -396,13 +408,17 @@ impl<'a> Builder<'a> {
             );
         }
         self.vars.insert(turn_id.clone(), "turn".into());
-        let kind = Kind::Turn {
-            thread,
-            input,
-            params: rest,
+        let kind = Step::Turn(TurnStep {
+            thread: thread.unwrap_or_else(thread_var),
+            params: if rest.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(rest)
+            },
             wait,
-            expect: if wait { expect.clone() } else { Map::new() },
-        };
+            expect: (wait && !expect.is_empty()).then(|| Value::Object(expect.clone())),
+            ..TurnStep::new(input)
+        });
         let step = self.push(
             ctx.at,
             kind,
@@ -472,7 +488,10 @@ impl<'a> Builder<'a> {
         if count > self.last_wait_requests {
             self.push(
                 at,
-                Kind::WaitRequests(count),
+                Step::WaitRequests(WaitRequestsStep {
+                    count,
+                    timeout_ms: None,
+                }),
                 format!("the client acted once codex had sent {count} model request(s)"),
             );
             self.last_wait_requests = count;
@@ -494,14 +513,22 @@ impl<'a> Builder<'a> {
             None => (None, None),
         };
         let steer = method == "turn/steer";
-        let input = steer.then(|| self.input_of(params));
-        let kind = Kind::Control {
-            method: method.to_string(),
-            thread,
-            turn,
-            input,
-            expect,
-            expect_error,
+        let thread = thread.unwrap_or_else(thread_var);
+        let kind = if steer {
+            Step::Steer(SteerStep {
+                thread,
+                turn,
+                input: self.input_of(params),
+                expect,
+                expect_error,
+            })
+        } else {
+            Step::Interrupt(InterruptStep {
+                thread,
+                turn,
+                expect,
+                expect_error,
+            })
         };
         self.push(at, kind, format!("{when}: {method}"));
         if let Some((pos, event)) = self.in_flight(count, at).filter(|_| steer) {
@@ -509,7 +536,7 @@ impl<'a> Builder<'a> {
             self.d.gates.insert(pos, (gate.clone(), event));
             self.push(
                 at,
-                Kind::Release(gate),
+                Step::Release(ReleaseStep { gate }),
                 format!("the model request in flight at the steer goes on from event {event}"),
             );
         }
@@ -525,13 +552,19 @@ impl<'a> Builder<'a> {
     }
 
     /// An `input` param as the file writes it: one plain text item as its text.
-    fn input_of(&mut self, params: &Value) -> Value {
+    fn input_of(&mut self, params: &Value) -> Input {
         match params.get("input") {
             Some(Value::Array(items)) if items.len() == 1 && only_text(&items[0]) => {
-                self.subst(&items[0]["text"])
+                match self.subst(&items[0]["text"]) {
+                    Value::String(text) => Input::Text(text),
+                    other => Input::Items(vec![other]),
+                }
             }
-            Some(other) => self.subst(other),
-            None => json!([]),
+            Some(other) => match self.subst(other) {
+                Value::Array(items) => Input::Items(items),
+                item => Input::Items(vec![item]),
+            },
+            None => Input::Items(Vec::new()),
         }
     }
 
@@ -594,7 +627,17 @@ impl<'a> Builder<'a> {
                 Some(v) => format!("${v}"),
                 None => "$turn".into(),
             };
-            let step = self.push(at, Kind::WaitTurn { turn, expect }, comment);
+            let step = self.push(
+                at,
+                Step::WaitTurn(WaitTurnStep {
+                    turn,
+                    expect: (!expect.is_empty()).then_some(Value::Object(expect)),
+                    capture: Default::default(),
+                    timeout_ms: None,
+                    drift: None,
+                }),
+                comment,
+            );
             if self.vars.get(&turn_id).is_some_and(|v| v == "turn") {
                 self.latest_turn = Some((turn_id, step));
             }
@@ -648,6 +691,8 @@ impl<'a> Builder<'a> {
     /// use), the recording's paths as `$workspace`/`$home`, a leading `$` doubled.
     fn subst(&mut self, v: &Value) -> Value {
         match v {
+            // TOML has no null: a file says "$null".
+            Value::Null => Value::String("$null".into()),
             Value::String(s) => Value::String(self.subst_str(s)),
             Value::Array(items) => Value::Array(items.iter().map(|i| self.subst(i)).collect()),
             Value::Object(map) => Value::Object(
@@ -671,7 +716,7 @@ impl<'a> Builder<'a> {
                 n += 1;
             }
             self.taken.push(name.clone());
-            self.d.steps[c.step].capture.push((name.clone(), c.pointer));
+            self.capture(c.step, &name, &c.pointer);
             self.vars.insert(s.to_string(), name.clone());
             return format!("${name}");
         }
@@ -883,7 +928,7 @@ mod tests {
         };
         let e = model(0, 21, &[121, 371], End::Completed);
         let w = write(&[s.0], &[e], &meta, &mut Redactor::default()).unwrap();
-        assert!(w.text.contains("\"gap_ms\": [100, 250]"), "{}", w.text);
+        assert!(w.text.contains("\"gap_ms\": [100,250]"), "{}", w.text);
         load::compile(Path::new("t.toml"), &w.text).unwrap();
     }
 
@@ -905,9 +950,9 @@ mod tests {
         let order = [
             "wait = false",
             "do = \"wait_requests\"\ncount = 1",
-            "do = \"steer\"\nturn = \"$turn\"\ninput = \"bananas\"\nexpect = { turnId = \"$turn\" }",
+            "do = \"steer\"\ninput = \"bananas\"\nexpect = { turnId = \"$turn\" }",
             "do = \"release\"\ngate = \"steer_1\"",
-            "do = \"wait_turn\"\nturn = \"$turn\"\nexpect = { status = \"completed\", finalResponse = \"fruit\" }",
+            "do = \"wait_turn\"\nexpect = { status = \"completed\", finalResponse = \"fruit\" }",
         ];
         let mut at = 0;
         for part in order {
@@ -916,7 +961,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("{part:?} after byte {at} in\n{t}"));
             at += found + part.len();
         }
-        assert!(t.contains("\"gates\": {\"steer_1\": 1}"), "{t}");
+        assert!(t.contains("\"gates\": {\"steer_1\":1}"), "{t}");
     }
 
     #[test]
@@ -932,8 +977,7 @@ mod tests {
         );
         assert!(w.text.contains("\"stall_after\": 1"), "{}", w.text);
         assert!(
-            w.text
-                .contains("do = \"interrupt\"\nturn = \"$turn\"\nexpect = {}"),
+            w.text.contains("do = \"interrupt\"\nexpect = {}"),
             "{}",
             w.text
         );

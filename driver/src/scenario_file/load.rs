@@ -1,8 +1,10 @@
 //! Reading and validating one scenario file before anything runs: the TOML is parsed into
-//! [`FileSpec`], every step and check into its kind, every scripted response through the
-//! sidecar's own parser, and the variables and operators are checked (a variable used
-//! before a step binds it, an unknown operator). Every problem is a [`FileError`] with its
-//! line and column.
+//! [`FileSpec`] (each part with its place), every step and check into its kind
+//! (`super::steps`, `super::checks`), every scripted response through the sidecar's own
+//! parser, and the variables and operators each kind uses are checked (a variable used
+//! before a step binds it, an unknown operator, a path out of the workspace). The result is
+//! the file's model ([`ScenarioFile`]) with what a run needs beside it ([`Compiled`]). Every
+//! problem is a [`FileError`] with its line and column, all of them at once.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -10,11 +12,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use codex_parity_sidecar::Scripted;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use toml::Spanned;
 
+use super::checks::{CHECK_KINDS, Check};
 use super::diagnostic::{FileError, Source, quoted_found};
-use super::format::{Check, CodexSection, FileSpec, Requires, Step, WorkspaceSection};
+use super::format::{FileSpec, Requires, ScenarioFile, to_json};
 use super::matching::{bad_operators, literals, references};
+use super::steps::{STEP_KINDS, Step, Uses};
 
 /// A step or check with where it is written.
 #[derive(Debug, Clone)]
@@ -25,34 +30,24 @@ pub struct Placed<T> {
     pub place: String,
 }
 
-/// A scenario file, read and checked: everything the run needs.
+/// A scenario file, read and checked: its model and what the run needs beside it.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The file's text and path.
     pub source: Source,
-    /// The name.
-    pub name: String,
-    /// The id.
-    pub id: String,
-    /// The summary.
-    pub summary: String,
+    /// The file's model.
+    pub file: ScenarioFile,
     /// The time limit.
     pub timeout: Duration,
-    /// What the binary must have.
-    pub requires: Requires,
-    /// The world's codex configuration.
-    pub codex: CodexSection,
-    /// The workspace's files.
-    pub workspace: WorkspaceSection,
     /// Whether `codex app-server` starts before the steps: a step talks to it.
     pub app_server: bool,
     /// `thread/start` params, when a thread is started before the steps.
     pub thread: Option<Value>,
-    /// Responses queued before codex starts.
+    /// The responses queued before codex starts, parsed.
     pub responses: Vec<Scripted>,
-    /// The steps.
+    /// The steps with their places.
     pub steps: Vec<Placed<Step>>,
-    /// The checks.
+    /// The checks with their places.
     pub checks: Vec<Placed<Check>>,
     /// Where the name is written (byte range), for duplicate-name errors.
     pub name_span: Range<usize>,
@@ -69,173 +64,174 @@ pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
         vec![source.error_at(offset, e.message().trim().to_string())]
     })?;
     let mut errors = Vec::new();
-    let name_span = spec.name.span();
-    let name = spec.name.into_inner();
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    {
-        errors.push(source.error_at(
-            name_span.start,
-            format!("expected a snake_case name (a-z, 0-9, _), found {name:?}"),
-        ));
-    }
-    let id_span = spec.id.span();
-    let id = spec.id.into_inner();
-    if id.is_empty() || id.chars().any(char::is_whitespace) {
-        errors.push(source.error_at(
-            id_span.start,
-            format!("expected an id without spaces (e.g. X-A2), found {id:?}"),
-        ));
-    }
-    check_requires(&source, text, &spec.requires, &mut errors);
+    let whole = 0..text.len();
+    let name = checked(
+        &source,
+        &spec.name,
+        &mut errors,
+        "a snake_case name (a-z, 0-9, _)",
+        |n| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        },
+    );
+    let id = checked(
+        &source,
+        &spec.id,
+        &mut errors,
+        "an id without spaces (e.g. X-A2)",
+        |i| !i.is_empty() && !i.chars().any(char::is_whitespace),
+    );
+    check_requires(&source, &whole, &spec.requires, &mut errors);
     for path in spec.workspace.files.keys() {
         if let Err(m) = relative_path(path) {
-            errors.push(source.error_in(&(0..text.len()), Some(path), m));
+            errors.push(source.error_in(&whole, Some(path), m));
         }
     }
-    let mut responses = Vec::new();
-    for r in &spec.response {
-        match response(&r.get_ref().clone()) {
-            Ok(s) => responses.push(s),
-            Err(m) => errors.push(source.error_at(r.span().start, m)),
-        }
-    }
+    let (responses, scripted) = responses_of(&source, &spec.response, &mut errors);
+    let steps = read_all(&source, &spec.step, &mut errors, read_step);
     // A step that does not parse counts as one that needs the app-server, so its error
     // is not followed by errors about a thread that is missing only because of it.
-    let mut parsed = Vec::new();
-    let mut app_server = false;
-    for s in &spec.step {
-        let span = s.span();
-        match parse_step(&source, &span, s.get_ref()) {
-            Ok(step) => {
-                app_server |= step.needs_app_server();
-                parsed.push((span, step));
-            }
-            Err(e) => {
-                app_server = true;
-                errors.push(e);
-            }
-        }
-    }
-    let start_thread = app_server && spec.start_thread != Some(false);
-    if !app_server && (spec.thread.is_some() || spec.start_thread == Some(true)) {
-        errors.push(source.error_in(
-            &(0..text.len()),
-            Some(if spec.thread.is_some() {
-                "[thread]"
-            } else {
-                "start_thread"
-            }),
-            "expected no [thread] and no start_thread = true in a file whose steps never talk \
-             to the app-server (none is started, so no thread), found one",
-        ));
-    } else if spec.start_thread == Some(false) && spec.thread.is_some() {
-        errors.push(source.error_in(
-            &(0..text.len()),
-            Some("[thread]"),
-            "expected no [thread] with start_thread = false (no thread is started), found one",
-        ));
-    }
-    let thread = if start_thread {
-        let params = spec.thread.map(toml::Value::Table).map(|t| {
-            serde_json::to_value(t)
-                .map_err(|e| format!("expected JSON-like values in [thread]: {e}"))
-        });
-        match params.transpose() {
-            Ok(t) => {
-                let t = t.unwrap_or_else(|| serde_json::json!({}));
-                for name in references(&t) {
-                    if !BUILTIN_VARS.contains(&name.as_str()) {
-                        errors.push(source.error_in(
-                            &(0..text.len()),
-                            Some(&format!("${name}")),
-                            format!("expected $workspace or $home in [thread] (no step has run yet), found ${name}"),
-                        ));
-                    }
-                }
-                Some(t)
-            }
-            Err(m) => {
-                errors.push(source.error_in(&(0..text.len()), Some("[thread]"), m));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let mut bound: BTreeSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
-    if start_thread {
-        bound.insert("thread".into());
-    }
-    let mut steps = Vec::new();
-    for (span, step) in parsed {
-        check_step(&source, &span, &step, &mut bound, &mut errors);
-        steps.push(Placed {
-            item: step,
-            place: source.place(span.start),
-        });
-    }
-    let mut checks = Vec::new();
-    for c in &spec.check {
-        let span = c.span();
-        match parse_check(&source, &span, c.get_ref()) {
-            Ok(check) => {
-                check_check(&source, &span, &check, &bound, &mut errors);
-                if !app_server
-                    && matches!(
-                        check,
-                        Check::Notification { .. } | Check::ServerRequest { .. }
-                    )
-                {
-                    errors.push(source.error_at(
-                        span.start,
-                        format!(
-                            "expected a step that talks to the app-server for a check on {}s, \
-                             found none (a file of exec steps starts no app-server)",
-                            check.kind()
-                        ),
-                    ));
-                }
-                checks.push(Placed {
-                    item: check,
-                    place: source.place(span.start),
-                });
-            }
-            Err(e) => errors.push(e),
-        }
-    }
+    let app_server =
+        steps.len() < spec.step.len() || steps.iter().any(|(_, s)| s.needs_app_server());
+    let thread = thread_of(&source, &whole, &spec, app_server, &mut errors);
+    let checks = read_all(&source, &spec.check, &mut errors, read_check);
+    check_variables(
+        &source,
+        &steps,
+        &checks,
+        thread.is_some(),
+        app_server,
+        &mut errors,
+    );
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Compiled {
-        source,
+    let file = ScenarioFile {
         name,
         id,
         summary: spec.summary,
-        timeout: Duration::from_secs(spec.timeout_secs.unwrap_or(60)),
+        timeout_secs: spec.timeout_secs,
+        start_thread: spec.start_thread,
         requires: spec.requires,
         codex: spec.codex,
         workspace: spec.workspace,
+        thread: spec.thread.map(table_json),
+        responses,
+        steps: steps.iter().map(|(_, s)| s.clone()).collect(),
+        checks: checks.iter().map(|(_, c)| c.clone()).collect(),
+    };
+    Ok(Compiled {
+        timeout: Duration::from_secs(file.timeout_secs.unwrap_or(60)),
         app_server,
         thread,
-        responses,
-        steps,
-        checks,
-        name_span,
+        responses: scripted,
+        steps: placed(&source, steps),
+        checks: placed(&source, checks),
+        name_span: spec.name.span(),
+        source,
+        file,
     })
 }
 
-/// A TOML value as JSON, `"$null"` read as null (TOML has no null).
-pub fn to_json(value: toml::Value) -> Result<Value, String> {
-    let json = serde_json::to_value(value).map_err(|e| format!("not JSON: {e}"))?;
-    Ok(literals(&json))
+/// What every step and check uses, checked in order (a variable is bound by a step before
+/// the steps and checks after it), and no check on the app-server's messages in a file
+/// that starts none.
+fn check_variables(
+    source: &Source,
+    steps: &[(Range<usize>, Step)],
+    checks: &[(Range<usize>, Check)],
+    thread: bool,
+    app_server: bool,
+    errors: &mut Vec<FileError>,
+) {
+    let mut bound: BTreeSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
+    if thread {
+        bound.insert("thread".into());
+    }
+    for (span, step) in steps {
+        let mut uses = Uses::default();
+        step.uses(&mut uses);
+        check_uses(source, span, &uses, &mut bound, errors);
+    }
+    for (span, check) in checks {
+        let mut uses = Uses::default();
+        check.uses(&mut uses);
+        check_uses(source, span, &uses, &mut bound.clone(), errors);
+        if !app_server && check.needs_app_server() {
+            errors.push(source.error_at(
+                span.start,
+                format!(
+                    "expected a step that talks to the app-server for a check on {}s, \
+                     found none (a file of exec steps starts no app-server)",
+                    check.kind()
+                ),
+            ));
+        }
+    }
 }
 
-/// One scripted response: the sidecar's JSON written as TOML, or `json = '''…'''` holding
-/// it as text (a recorded script pasted as is).
-fn response(value: &toml::Value) -> Result<Scripted, String> {
+/// Items with their places.
+fn placed<T>(source: &Source, items: Vec<(Range<usize>, T)>) -> Vec<Placed<T>> {
+    items
+        .into_iter()
+        .map(|(span, item)| Placed {
+            place: source.place(span.start),
+            item,
+        })
+        .collect()
+}
+
+/// A head value checked by `ok`, else an error saying what was `expected`.
+fn checked(
+    source: &Source,
+    value: &Spanned<String>,
+    errors: &mut Vec<FileError>,
+    expected: &str,
+    ok: impl Fn(&str) -> bool,
+) -> String {
+    let text = value.get_ref().clone();
+    if !ok(&text) {
+        errors.push(source.error_at(
+            value.span().start,
+            format!("expected {expected}, found {text:?}"),
+        ));
+    }
+    text
+}
+
+/// A TOML table as the model's JSON object.
+fn table_json(table: toml::Table) -> Map<String, Value> {
+    match to_json(toml::Value::Table(table)) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The responses as the model holds them (literal JSON) and as the sidecar takes them.
+fn responses_of(
+    source: &Source,
+    responses: &[Spanned<toml::Value>],
+    errors: &mut Vec<FileError>,
+) -> (Vec<Value>, Vec<Scripted>) {
+    let mut model = Vec::new();
+    let mut scripted = Vec::new();
+    for r in responses {
+        match response(r.get_ref()) {
+            Ok((json, s)) => {
+                model.push(json);
+                scripted.push(s);
+            }
+            Err(m) => errors.push(source.error_at(r.span().start, m)),
+        }
+    }
+    (model, scripted)
+}
+
+/// One scripted response: the sidecar's JSON written as TOML (`"$null"` is null, `"$$…"` a
+/// `$…`), or a `json` string holding it as text, taken as is (a recorded script pasted).
+fn response(value: &toml::Value) -> Result<(Value, Scripted), String> {
     let json = match value.as_table() {
         Some(t) if t.len() == 1 && t.contains_key("json") => {
             let text = t
@@ -246,51 +242,177 @@ fn response(value: &toml::Value) -> Result<Scripted, String> {
                 format!("expected the sidecar's response JSON in json = '''…''', found text that is not JSON: {e}")
             })?
         }
-        _ => to_json(value.clone())?,
+        _ => literals(&to_json(value.clone())?),
     };
-    Scripted::from_json(&json).map_err(|e| {
+    let scripted = Scripted::from_json(&json).map_err(|e| {
         format!("expected a scripted response as docs/sidecar-protocol.md §2 defines it: {e}")
-    })
+    })?;
+    Ok((json, scripted))
 }
 
-fn parse_step(
+/// Reads every table with `read`, keeping those that read with their spans.
+fn read_all<T>(
     source: &Source,
-    span: &Range<usize>,
-    table: &toml::Table,
-) -> Result<Step, FileError> {
-    if !table.contains_key("do") {
-        return Err(source.error_at(
-            span.start,
-            format!(
-                "expected a step kind, do = one of {}, found none{}",
-                STEP_KINDS.join(", "),
-                keys_found(table)
-            ),
-        ));
+    tables: &[Spanned<toml::Table>],
+    errors: &mut Vec<FileError>,
+    read: fn(&Source, &Range<usize>, &toml::Table) -> Result<T, FileError>,
+) -> Vec<(Range<usize>, T)> {
+    let mut out = Vec::new();
+    for t in tables {
+        match read(source, &t.span(), t.get_ref()) {
+            Ok(item) => out.push((t.span(), item)),
+            Err(e) => errors.push(e),
+        }
     }
-    toml::Value::Table(table.clone())
-        .try_into::<Step>()
-        .map_err(|e| item_error(source, span, "step", e.message()))
+    out
 }
 
-fn parse_check(
+/// `[thread]` and `start_thread` checked against whether any step talks to the
+/// app-server; the params of the thread started before the steps, if one is.
+fn thread_of(
+    source: &Source,
+    whole: &Range<usize>,
+    spec: &FileSpec,
+    app_server: bool,
+    errors: &mut Vec<FileError>,
+) -> Option<Value> {
+    if !app_server && (spec.thread.is_some() || spec.start_thread == Some(true)) {
+        errors.push(source.error_in(
+            whole,
+            Some(if spec.thread.is_some() {
+                "[thread]"
+            } else {
+                "start_thread"
+            }),
+            "expected no [thread] and no start_thread = true in a file whose steps never talk \
+             to the app-server (none is started, so no thread), found one",
+        ));
+        return None;
+    }
+    if spec.start_thread == Some(false) {
+        if spec.thread.is_some() {
+            errors.push(source.error_in(
+                whole,
+                Some("[thread]"),
+                "expected no [thread] with start_thread = false (no thread is started), found one",
+            ));
+        }
+        return None;
+    }
+    if !app_server {
+        return None;
+    }
+    let params = match spec.thread.clone().map(|t| to_json(toml::Value::Table(t))) {
+        None => serde_json::json!({}),
+        Some(Ok(t)) => t,
+        Some(Err(m)) => {
+            errors.push(source.error_in(
+                whole,
+                Some("[thread]"),
+                format!("expected JSON-like values in [thread]: {m}"),
+            ));
+            return None;
+        }
+    };
+    for name in references(&params) {
+        if !BUILTIN_VARS.contains(&name.as_str()) {
+            errors.push(source.error_in(
+                whole,
+                Some(&format!("${name}")),
+                format!(
+                    "expected $workspace or $home in [thread] (no step has run yet), found ${name}"
+                ),
+            ));
+        }
+    }
+    Some(params)
+}
+
+/// One step: its `do` names its kind, the other keys its fields.
+fn read_step(source: &Source, span: &Range<usize>, table: &toml::Table) -> Result<Step, FileError> {
+    read_kind(source, span, table, Kind::STEP, Step::read)
+}
+
+/// One check: its `on` names its kind, the other keys its fields.
+fn read_check(
     source: &Source,
     span: &Range<usize>,
     table: &toml::Table,
 ) -> Result<Check, FileError> {
-    if !table.contains_key("on") {
+    read_kind(source, span, table, Kind::CHECK, Check::read)
+}
+
+/// How a kind of table names its kind.
+struct Kind {
+    /// The key that names it (`do`, `on`).
+    tag: &'static str,
+    /// What the table is (`step`, `check`).
+    what: &'static str,
+    /// What the tag says, for the error when it is missing.
+    purpose: &'static str,
+    /// The kinds there are.
+    kinds: &'static [&'static str],
+}
+
+impl Kind {
+    const STEP: Kind = Kind {
+        tag: "do",
+        what: "step",
+        purpose: "a step kind, do",
+        kinds: STEP_KINDS,
+    };
+    const CHECK: Kind = Kind {
+        tag: "on",
+        what: "check",
+        purpose: "what the check is on, on",
+        kinds: CHECK_KINDS,
+    };
+}
+
+/// A table whose tag names its kind, read by `read`.
+fn read_kind<T>(
+    source: &Source,
+    span: &Range<usize>,
+    table: &toml::Table,
+    kind: Kind,
+    read: fn(&str, toml::Table) -> Option<Result<T, String>>,
+) -> Result<T, FileError> {
+    let mut rest = table.clone();
+    let Some(tag) = rest.remove(kind.tag) else {
         return Err(source.error_at(
             span.start,
             format!(
-                "expected what the check is on, on = one of {}, found none{}",
-                CHECK_KINDS.join(", "),
+                "expected {} = one of {}, found none{}",
+                kind.purpose,
+                kind.kinds.join(", "),
                 keys_found(table)
             ),
         ));
+    };
+    let toml::Value::String(name) = tag else {
+        return Err(item_error(
+            source,
+            span,
+            kind.what,
+            &format!(
+                "invalid type: {}, expected a string for `{}`",
+                tag.type_str(),
+                kind.tag
+            ),
+        ));
+    };
+    match read(&name, rest) {
+        Some(Ok(item)) => Ok(item),
+        Some(Err(message)) => Err(item_error(source, span, kind.what, &message)),
+        None => {
+            let expected: Vec<String> = kind.kinds.iter().map(|k| format!("`{k}`")).collect();
+            let message = format!(
+                "unknown variant `{name}`, expected one of {}",
+                expected.join(", ")
+            );
+            Err(item_error(source, span, kind.what, &message))
+        }
     }
-    toml::Value::Table(table.clone())
-        .try_into::<Check>()
-        .map_err(|e| item_error(source, span, "check", e.message()))
 }
 
 /// The keys a table without its kind has, for the error (a misspelt `do` or `on` shows).
@@ -302,34 +424,6 @@ fn keys_found(table: &toml::Table) -> String {
         format!(" (its keys: {})", keys.join(", "))
     }
 }
-
-/// The kinds of step, as `do = "…"` names them.
-pub const STEP_KINDS: [&str; 14] = [
-    "request",
-    "turn",
-    "wait_turn",
-    "wait",
-    "reply",
-    "steer",
-    "interrupt",
-    "wait_requests",
-    "restart",
-    "script",
-    "release",
-    "write_file",
-    "sleep",
-    "exec",
-];
-
-/// The kinds of check, as `on = "…"` names them.
-pub const CHECK_KINDS: [&str; 6] = [
-    "requests",
-    "request",
-    "notification",
-    "server_request",
-    "value",
-    "file",
-];
 
 /// A serde error inside a step or check, placed on the text it names.
 fn item_error(source: &Source, span: &Range<usize>, what: &str, message: &str) -> FileError {
@@ -358,7 +452,12 @@ fn relative_path(path: &str) -> Result<(), String> {
     }
 }
 
-fn check_requires(source: &Source, text: &str, r: &Requires, errors: &mut Vec<FileError>) {
+fn check_requires(
+    source: &Source,
+    whole: &Range<usize>,
+    r: &Requires,
+    errors: &mut Vec<FileError>,
+) {
     for (list, example) in [
         (&r.fields, "ThreadStartParams.dynamicTools"),
         (&r.enum_values, "ThreadGoalStatus.blocked"),
@@ -369,7 +468,7 @@ fn check_requires(source: &Source, text: &str, r: &Requires, errors: &mut Vec<Fi
                 .is_none_or(|(t, f)| t.is_empty() || f.is_empty())
             {
                 errors.push(source.error_in(
-                    &(0..text.len()),
+                    whole,
                     Some(entry),
                     format!("expected Type.name (e.g. {example}), found {entry:?}"),
                 ));
@@ -378,177 +477,29 @@ fn check_requires(source: &Source, text: &str, r: &Requires, errors: &mut Vec<Fi
     }
 }
 
-/// Variables a step refers to must be bound before it; its operators must be known; then
-/// its captures are bound.
-fn check_step(
+/// What a step or check uses, checked: its own problems, its paths, the variables it
+/// refers to (bound before it), its operators (known); then what it binds is bound.
+fn check_uses(
     source: &Source,
     span: &Range<usize>,
-    step: &Step,
+    uses: &Uses<'_>,
     bound: &mut BTreeSet<String>,
     errors: &mut Vec<FileError>,
 ) {
-    let mut used: Vec<&Value> = Vec::new();
-    let mut expectations: Vec<&Value> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    let mut captures = None;
-    match step {
-        Step::Request {
-            params,
-            expect,
-            expect_error,
-            capture,
-            ..
-        } => {
-            used.push(params);
-            expectations.extend(expect.iter().chain(expect_error));
-            captures = Some(capture);
-        }
-        Step::Turn {
-            thread,
-            input,
-            params,
-            expect,
-            capture,
-            ..
-        } => {
-            names.push(thread.clone());
-            match input {
-                super::format::Input::Items(items) => used.extend(items),
-                super::format::Input::Text(t) => names.push(t.clone()),
-            }
-            used.push(params);
-            expectations.extend(expect);
-            captures = Some(capture);
-        }
-        Step::WaitTurn {
-            turn,
-            expect,
-            capture,
-            ..
-        } => {
-            names.push(turn.clone());
-            expectations.extend(expect);
-            captures = Some(capture);
-        }
-        Step::Wait {
-            matches, capture, ..
-        } => {
-            expectations.extend(matches);
-            captures = Some(capture);
-        }
-        Step::Reply {
-            method,
-            result,
-            error,
-            unanswered,
-        } => {
-            let given = usize::from(result.is_some())
-                + usize::from(error.is_some())
-                + usize::from(*unanswered);
-            if given != 1 {
-                errors.push(source.error_in(
-                    span,
-                    Some(method),
-                    format!("expected exactly one of result, error or unanswered = true in a reply to {method}, found {given}"),
-                ));
-            }
-            used.extend(result.iter().chain(error));
-        }
-        Step::Steer {
-            thread,
-            turn,
-            expect,
-            expect_error,
-            input,
-        } => {
-            names.push(thread.clone());
-            names.push(turn.clone());
-            match input {
-                super::format::Input::Items(items) => used.extend(items),
-                super::format::Input::Text(t) => names.push(t.clone()),
-            }
-            expectations.extend(expect.iter().chain(expect_error));
-        }
-        Step::Interrupt {
-            thread,
-            turn,
-            expect,
-            expect_error,
-        } => {
-            names.push(thread.clone());
-            names.push(turn.clone());
-            expectations.extend(expect.iter().chain(expect_error));
-        }
-        Step::Script { response } => {
-            for (i, r) in response.iter().enumerate() {
-                let scripted = Scripted::from_json(&literals(r)).map_err(|e| e.to_string());
-                if let Err(e) = scripted {
-                    errors.push(source.error_at(span.start, format!("expected a scripted response (docs/sidecar-protocol.md §2) as response #{i}: {e}")));
-                }
-            }
-        }
-        Step::WriteFile { path, content } => {
-            if let Err(m) = relative_path(path) {
-                errors.push(source.error_in(span, Some(path), m));
-            }
-            names.push(path.clone());
-            names.push(content.clone());
-        }
-        Step::Exec {
-            prompt,
-            args,
-            stdin,
-            cwd,
-            expect,
-            capture,
-            ..
-        } => {
-            if let Some(cwd) = cwd
-                && let Err(m) = relative_path(cwd)
-            {
-                errors.push(source.error_in(span, Some(cwd), m));
-            }
-            names.push(prompt.clone());
-            names.extend(args.iter().chain(stdin).chain(cwd).cloned());
-            expectations.extend(expect);
-            captures = Some(capture);
-        }
-        Step::WaitRequests { .. }
-        | Step::Restart {}
-        | Step::Release { .. }
-        | Step::Sleep { .. } => {}
+    for (needle, message) in &uses.problems {
+        errors.push(if needle.is_empty() {
+            source.error_at(span.start, message.clone())
+        } else {
+            source.error_in(span, Some(needle), message.clone())
+        });
     }
-    let mut refs: Vec<String> = used
-        .iter()
-        .chain(&expectations)
-        .flat_map(|v| references(v))
-        .collect();
-    for n in &names {
-        refs.extend(references(&Value::String(n.clone())));
-    }
-    for name in refs {
-        if !bound.contains(&name) {
-            let mut known: Vec<String> = bound.iter().map(|b| format!("${b}")).collect();
-            known.sort();
-            let whole = format!("\"${name}\"");
-            let inner = format!("${{{name}}}");
-            let inside = source.text.get(source.section(span)).unwrap_or("");
-            let needle = if inside.contains(&whole) {
-                whole
-            } else {
-                inner
-            };
-            errors.push(source.error_in(
-                span,
-                Some(&needle),
-                format!(
-                    "expected a variable bound by an earlier step ({}), found ${name}",
-                    known.join(", ")
-                ),
-            ));
+    for path in &uses.paths {
+        if let Err(m) = relative_path(path) {
+            errors.push(source.error_in(span, Some(path), m));
         }
     }
-    for e in &expectations {
+    check_references(source, span, uses, bound, errors);
+    for e in &uses.expectations {
         for op in bad_operators(e) {
             let needle = op.split(' ').next().unwrap_or(&op).to_string();
             let message = if needle == op {
@@ -564,7 +515,7 @@ fn check_step(
             errors.push(source.error_in(span, Some(&needle), message));
         }
     }
-    if let Some(captures) = captures {
+    if let Some(captures) = uses.captures {
         for (name, pointer) in captures {
             if !(pointer.is_empty() || pointer.starts_with('/')) {
                 errors.push(source.error_in(
@@ -576,79 +527,47 @@ fn check_step(
             bound.insert(name.clone());
         }
     }
-    if matches!(step, Step::Turn { .. }) {
-        bound.insert("turn".into());
-    }
+    bound.extend(uses.binds.iter().map(|b| b.to_string()));
 }
 
-fn check_check(
+/// Every variable `uses` refers to must be bound: an error per one that is not, placed on
+/// its reference.
+fn check_references(
     source: &Source,
     span: &Range<usize>,
-    check: &Check,
+    uses: &Uses<'_>,
     bound: &BTreeSet<String>,
     errors: &mut Vec<FileError>,
 ) {
-    let mut bound = bound.clone();
-    let mut expectations = Vec::new();
-    let mut texts = Vec::new();
-    match check {
-        Check::Request {
-            matches,
-            contains,
-            lacks,
-            last_user_text,
-            ..
-        } => {
-            expectations.extend(matches.iter().cloned());
-            texts.extend(contains.iter().chain(lacks).chain(last_user_text).cloned());
-        }
-        Check::Notification { matches, .. } | Check::ServerRequest { matches, .. } => {
-            expectations.extend(matches.iter().cloned());
-        }
-        Check::File {
-            path,
-            content,
-            contains,
-            exists,
-            ..
-        } => {
-            if let Err(m) = relative_path(path) {
-                errors.push(source.error_in(span, Some(path), m));
-            }
-            texts.push(path.clone());
-            texts.extend(content.iter().chain(contains).cloned());
-            if *exists == Some(false) && (content.is_some() || contains.is_some()) {
-                errors.push(source.error_in(
-                    span,
-                    Some("exists"),
-                    "expected content or contains only for a file that exists, found exists = false beside them",
-                ));
-            }
-        }
-        Check::Value { value, matches, .. } => {
-            if !value.starts_with('$') || value.starts_with("${") {
-                errors.push(source.error_in(
-                    span,
-                    Some(value),
-                    format!(
-                        "expected a variable (\"$name\") as the value to check, found {value:?}"
-                    ),
-                ));
-            }
-            texts.push(value.clone());
-            expectations.push(matches.clone());
-        }
-        Check::Requests { .. } => {}
+    let mut refs: Vec<String> = uses
+        .values
+        .iter()
+        .chain(&uses.expectations)
+        .flat_map(|v| references(v))
+        .collect();
+    for t in &uses.texts {
+        refs.extend(references(&Value::String(t.to_string())));
     }
-    expectations.extend(texts.into_iter().map(Value::String));
-    // A check reuses the step checker: it has no captures.
-    let step = Step::Wait {
-        notification: String::new(),
-        matches: Some(Value::Array(expectations)),
-        capture: Default::default(),
-        timeout_ms: None,
-    };
-    check_step(source, span, &step, &mut bound, errors);
+    for name in refs.into_iter().filter(|n| !bound.contains(n)) {
+        let mut known: Vec<String> = bound.iter().map(|b| format!("${b}")).collect();
+        known.sort();
+        let whole = format!("\"${name}\"");
+        let inner = format!("${{{name}}}");
+        let inside = source.text.get(source.section(span)).unwrap_or("");
+        let needle = if inside.contains(&whole) {
+            whole
+        } else {
+            inner
+        };
+        errors.push(source.error_in(
+            span,
+            Some(&needle),
+            format!(
+                "expected a variable bound by an earlier step ({}), found ${name}",
+                known.join(", ")
+            ),
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -791,7 +710,7 @@ mod tests {
              [[step]]\ndo = \"turn\"\ninput = \"hi\"\n"
         );
         let c = compile(Path::new("f.toml"), &text).unwrap();
-        assert_eq!((c.name.as_str(), c.id.as_str()), ("x_y", "X-1"));
+        assert_eq!((c.file.name.as_str(), c.file.id.as_str()), ("x_y", "X-1"));
         assert_eq!(c.responses.len(), 2);
         assert_eq!(
             c.responses[1].to_json()["body"]["error"]["data"],

@@ -3,10 +3,17 @@
 //! ordinary [`Scenario`] values, so the matrix, reports, baselines, `--filter`, shards and
 //! bisect treat them like the built-in ones.
 //!
-//! - [`format`]: what a file may say (serde types; unknown keys are refused);
+//! - [`format`]: the file's typed model, [`format::ScenarioFile`], read and written alike
+//!   (unknown keys are refused, defaults left out when written);
+//! - [`steps`] and [`checks`]: one module per step kind and per check kind, each holding
+//!   what it is (its keys), what the loader checks of it and what it does when it runs;
 //! - [`load`]: parsing and validation, every problem as `file:line:column: message`;
+//! - [`write`]: the model written as TOML text, with comments (what `record` writes);
+//! - [`toml_text`]: JSON values spelled as TOML;
+//! - [`fields`]: what the steps' and the file's fields share (a turn's input, defaults);
 //! - [`matching`]: JSON subset matching, variables (`$thread`) and operators (`$contains`);
-//! - [`execute`]: running a compiled file in a world;
+//! - [`body`]: a compiled file run in a world as a scenario body; [`execute`]: what its steps
+//!   and checks share while it runs;
 //! - [`diagnostic`]: errors with their place in the file.
 //!
 //! ```no_run
@@ -19,11 +26,17 @@
 //! # Ok::<(), scenario_file::LoadError>(())
 //! ```
 
+pub mod body;
+pub mod checks;
 pub mod diagnostic;
 pub mod execute;
+pub mod fields;
 pub mod format;
 pub mod load;
 pub mod matching;
+pub mod steps;
+pub mod toml_text;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,16 +68,16 @@ pub struct Loaded {
 /// process (a run loads each file once).
 pub fn scenario(c: Compiled) -> Scenario {
     let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-    let (name, id, summary) = (leak(&c.name), leak(&c.id), leak(&c.summary));
+    let (name, id, summary) = (leak(&c.file.name), leak(&c.file.id), leak(&c.file.summary));
     let timeout = c.timeout;
-    let requires = c.requires.clone();
-    let listen = c.codex.listen.unwrap_or_default();
+    let requires = c.file.requires.clone();
+    let listen = c.file.codex.listen.unwrap_or_default();
     let c = Arc::new(c);
     let scenario = Scenario::new(name, id, summary, move |ctx| {
         let c = c.clone();
-        Box::pin(async move { execute::run(ctx, &c).await })
+        Box::pin(async move { body::run(ctx, &c).await })
     })
-    .applies(move |caps| execute::applies(&requires, caps))
+    .applies(move |caps| body::applies(&requires, caps))
     .timeout(timeout);
     // Behind a listener as the group I twins are: every world listens so, where the binary
     // has that listener.
@@ -143,16 +156,16 @@ pub fn load_dirs(dirs: &[PathBuf], builtins: &[&str]) -> Result<Loaded, LoadErro
         .collect();
     for c in &compiled {
         let here = c.source.place(c.name_span.start);
-        if let Some(other) = seen.get(&c.name) {
+        if let Some(other) = seen.get(&c.file.name) {
             errors.push(c.source.error_at(
                 c.name_span.start,
                 format!(
                     "expected a unique name, found {:?}, already the name of {other}",
-                    c.name
+                    c.file.name
                 ),
             ));
         } else {
-            seen.insert(c.name.clone(), here);
+            seen.insert(c.file.name.clone(), here);
         }
     }
     if !errors.is_empty() {

@@ -1,8 +1,9 @@
 //! A sidecar run as a child process and steered by a [`Client`]: spawning the binary (in a
 //! process group of its own, so a terminal's Ctrl-C reaches its owner, which stops it),
 //! keeping the tail of its stderr, watching for its exit, killing it when asked, when the
-//! handle is dropped or when this process dies (even by SIGKILL: [`die_with_parent`]). The one process handle of a sidecar: its own tests and benchmark and
-//! the driver's worlds all use it.
+//! handle is dropped or when this process dies (even by SIGKILL: [`die_with_parent`]). The
+//! one process handle of a sidecar: its own tests and benchmark and the driver's worlds all
+//! use it.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
