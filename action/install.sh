@@ -10,23 +10,23 @@ action=${GITHUB_ACTION_PATH:?run this as a step of the codex-parity action}
 temp=${RUNNER_TEMP:?}
 version=${VERSION:-}
 
-own_version() {
-  # `version = "X"` in the [workspace.package] table of the action's Cargo.toml.
-  awk '/^\[/{ws = ($0 == "[workspace.package]")} ws && /^version *=/{gsub(/[" ]/, ""); sub(/version=/, ""); print; exit}' \
-    "$action/Cargo.toml"
-}
-
 if [ "$version" = source ]; then
-  command -v cargo >/dev/null || { echo "::error::version: source needs cargo on the runner (e.g. dtolnay/rust-toolchain)"; exit 2; }
+  if ! command -v cargo >/dev/null; then
+    echo "::error::version: source needs cargo on the runner (a Rust toolchain)"
+    exit 2
+  fi
   cargo install --locked --path "$action/driver" --root "$temp/codex-parity"
   bindir="$temp/codex-parity/bin"
 else
   python=$(command -v python3 || command -v python || true)
-  [ -n "$python" ] || { echo "::error::codex-parity's wheel needs Python 3.9+ on the runner (actions/setup-python)"; exit 2; }
+  if [ -z "$python" ]; then
+    echo "::error::codex-parity's wheel needs Python 3.9+ on the runner (actions/setup-python)"
+    exit 2
+  fi
   "$python" -m venv "$temp/codex-parity-venv"
   pip="$temp/codex-parity-venv/bin/pip"
   case "$version" in
-    "") spec="codex-parity==$(own_version)" ;;
+    "") spec="codex-parity==$("$action/release/version.sh")" ;;
     *.whl) spec=$version ;;
     *) spec="codex-parity==$version" ;;
   esac

@@ -16,6 +16,9 @@ summary=${GITHUB_STEP_SUMMARY:-/dev/null}
 worst=0
 
 note() { printf '\n== %s\n' "$*"; }
+section() { # a heading and a file as a code block, in the step summary
+  { echo "### $1"; echo '```'; cat "$2"; echo '```'; } >> "$summary"
+}
 fail() { echo "::error::$*"; echo "codex-parity action: $*" >&2; exit 2; }
 record() { # the exit status of a step: 2 outranks 1, which outranks 0
   local code=$1
@@ -42,7 +45,8 @@ for dir in "${SCENARIOS:-}" "${RECORDINGS:-}"; do
 done
 [ -z "${USES_FILE:-}" ] || [ -f "$USES_FILE" ] || fail "uses-file: no such file: $USES_FILE"
 if [ -n "${CLIENT_COMMAND:-}" ] && [ -z "${RECORDINGS:-}" ]; then
-  fail "client-command needs recordings: a folder of sessions recorded with codex-parity record, to serve it"
+  fail "client-command needs recordings: a folder of sessions recorded with codex-parity" \
+    "record, to serve it"
 fi
 
 if [ -n "${USES_FILE:-}" ]; then
@@ -50,16 +54,18 @@ if [ -n "${USES_FILE:-}" ]; then
     from=${explicit[0]}; to=${explicit[${#explicit[@]}-1]}
   elif [ "${#explicit[@]}" -eq 0 ] && [[ " ${versions[*]} " == *" compare "* ]]; then
     # The comparison set's oldest and newest: `install --compare` lists it in order.
-    listed=$("$cp" install --compare | awk '{print $2}') || fail "installing the comparison set failed"
+    listed=$("$cp" install --compare | awk '{print $2}') \
+      || fail "installing the comparison set failed"
     from=$(head -n1 <<< "$listed"); to=$(tail -n1 <<< "$listed")
   else
-    fail "uses-file needs two codex versions to compare: give codex-versions two or more versions, or compare"
+    fail "uses-file needs two codex versions to compare: give codex-versions two or more" \
+      "versions, or compare"
   fi
   note "surface check --uses $USES_FILE $from $to"
   "$cp" surface check --uses "$USES_FILE" "$from" "$to" | tee "$report/surface.txt"
   code=${PIPESTATUS[0]}
   record "$code"
-  { echo "### codex-parity surface check ($from → $to)"; echo '```'; cat "$report/surface.txt"; echo '```'; } >> "$summary"
+  section "codex-parity surface check ($from → $to)" "$report/surface.txt"
 fi
 
 run_args=(run "${version_flags[@]}" --report "$report/run")
@@ -83,14 +89,15 @@ if [ -n "${CLIENT_COMMAND:-}" ]; then
   mkdir -p "$report/client-check"
   shopt -s nullglob
   sources=("$RECORDINGS"/*.toml)
-  [ "${#sources[@]}" -gt 0 ] || fail "recordings: no *.toml in $RECORDINGS for client-check to serve"
+  [ "${#sources[@]}" -gt 0 ] \
+    || fail "recordings: no *.toml in $RECORDINGS for client-check to serve"
   for source in "${sources[@]}"; do
     name=$(basename "$source" .toml)
     note "client-check --from $source -- sh -c \"\$CLIENT_COMMAND\""
     "$cp" client-check --from "$source" "${check_args[@]}" --report "$report/client-check/$name" \
       -- sh -c "$CLIENT_COMMAND" | tee "$report/client-check/$name.txt"
     record "${PIPESTATUS[0]}"
-    { echo "### codex-parity client-check: $name"; echo '```'; cat "$report/client-check/$name.txt"; echo '```'; } >> "$summary"
+    section "codex-parity client-check: $name" "$report/client-check/$name.txt"
   done
 fi
 

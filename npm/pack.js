@@ -2,7 +2,7 @@
 // Packs the npm packages of one release: the platform package `codex-parity@V-linux-ARCH`
 // (the binary) and, with --wrapper, the wrapper `codex-parity@V` whose optional dependencies
 // alias the platform versions (the way @openai/codex ships). V is the Cargo workspace's
-// version. No install script anywhere.
+// version (release/version.sh). No install script anywhere.
 //
 //   node npm/pack.js --binary target/x86_64-unknown-linux-musl/release/codex-parity \
 //       --arch x64 --wrapper --out dist/npm
@@ -17,7 +17,10 @@ const ROOT = path.resolve(__dirname, "..");
 const ARCHES = ["x64", "arm64"];
 
 function usage(message) {
-  console.error(`pack.js: ${message}\nusage: node npm/pack.js --out DIR [--binary PATH --arch x64|arm64]... [--wrapper]`);
+  console.error(
+    `pack.js: ${message}\n` +
+      "usage: node npm/pack.js --out DIR [--binary PATH --arch x64|arm64]... [--wrapper]",
+  );
   process.exit(2);
 }
 
@@ -28,7 +31,8 @@ function parseArgs(argv) {
     const value = () => argv[++i] ?? usage(`${a} needs a value`);
     if (a === "--binary") args.platforms.push({ binary: value() });
     else if (a === "--arch") {
-      const last = args.platforms[args.platforms.length - 1] ?? usage("--arch comes after --binary");
+      const last =
+        args.platforms[args.platforms.length - 1] ?? usage("--arch comes after --binary");
       last.arch = value();
     } else if (a === "--wrapper") args.wrapper = true;
     else if (a === "--out") args.out = value();
@@ -36,31 +40,34 @@ function parseArgs(argv) {
   }
   if (!args.out) usage("--out DIR is required");
   for (const p of args.platforms) {
-    if (!ARCHES.includes(p.arch)) usage(`--arch must be one of ${ARCHES.join(", ")} (got ${p.arch})`);
+    if (!ARCHES.includes(p.arch))
+      usage(`--arch must be one of ${ARCHES.join(", ")} (got ${p.arch})`);
     if (!fs.existsSync(p.binary)) usage(`--binary ${p.binary}: no such file`);
   }
-  if (!args.wrapper && !args.platforms.length) usage("nothing to pack: give --binary/--arch or --wrapper");
+  if (!args.wrapper && !args.platforms.length)
+    usage("nothing to pack: give --binary/--arch or --wrapper");
   return args;
 }
 
-/** The `version` of `[workspace.package]` in the root Cargo.toml. */
+/** The workspace version (release/version.sh reads it from Cargo.toml). */
 function workspaceVersion() {
-  const text = fs.readFileSync(path.join(ROOT, "Cargo.toml"), "utf8");
-  const section = text.split(/^\[workspace\.package\]\s*$/m)[1]?.split(/^\[/m)[0] ?? "";
-  const m = /^version\s*=\s*"([^"]+)"/m.exec(section);
-  if (!m) throw new Error("no version in [workspace.package] of Cargo.toml");
-  return m[1];
+  return execFileSync(path.join(ROOT, "release", "version.sh"), { encoding: "utf8" }).trim();
 }
 
 function pack(dir, out) {
-  const name = execFileSync("npm", ["pack", "--silent", "--pack-destination", out], { cwd: dir, encoding: "utf8" }).trim();
+  const name = execFileSync("npm", ["pack", "--silent", "--pack-destination", out], {
+    cwd: dir,
+    encoding: "utf8",
+  }).trim();
   return path.join(out, name.split("\n").pop());
 }
 
 function main() {
   const args = parseArgs(process.argv.slice(2));
   const version = workspaceVersion();
-  const wrapper = JSON.parse(fs.readFileSync(path.join(__dirname, "codex-parity", "package.json"), "utf8"));
+  const wrapper = JSON.parse(
+    fs.readFileSync(path.join(__dirname, "codex-parity", "package.json"), "utf8"),
+  );
   const out = path.resolve(args.out);
   fs.mkdirSync(out, { recursive: true });
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), "codex-parity-npm-"));
@@ -73,7 +80,9 @@ function main() {
       const manifest = {
         name: wrapper.name,
         version: `${version}-linux-${arch}`,
-        description: `The codex-parity binary for Linux ${arch} (static); installed by the codex-parity package`,
+        description:
+          `The codex-parity binary for Linux ${arch} (static); ` +
+          "installed by the codex-parity package",
         license: wrapper.license,
         repository: wrapper.repository,
         os: ["linux"],
@@ -88,7 +97,8 @@ function main() {
       fs.cpSync(path.join(__dirname, "codex-parity"), dir, { recursive: true });
       const manifest = { ...wrapper, version, optionalDependencies: {} };
       for (const arch of ARCHES) {
-        manifest.optionalDependencies[`@codex-parity/linux-${arch}`] = `npm:${wrapper.name}@${version}-linux-${arch}`;
+        manifest.optionalDependencies[`@codex-parity/linux-${arch}`] =
+          `npm:${wrapper.name}@${version}-linux-${arch}`;
       }
       fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
       console.log(pack(dir, out));

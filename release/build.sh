@@ -17,7 +17,7 @@ out=${2:?usage: release/build.sh TARGET OUT}
 profile=${PROFILE:-release}
 maturin=${MATURIN:-maturin}
 
-version=$(awk '/^\[/{ws = ($0 == "[workspace.package]")} ws && /^version *=/{gsub(/[" ]/, ""); sub(/version=/, ""); print; exit}' Cargo.toml)
+version=$(release/version.sh)
 args=(build --locked --profile "$profile" --out "$out/wheels")
 case "$target" in
   x86_64-unknown-linux-musl | aarch64-unknown-linux-musl)
@@ -39,7 +39,10 @@ esac
 rm -rf "$out/wheels"
 "$maturin" "${args[@]}"
 wheels=("$out/wheels/codex_parity-$version-"*.whl)
-[ "${#wheels[@]}" = 1 ] || { echo "release/build.sh: expected one wheel, got: ${wheels[*]}" >&2; exit 1; }
+if [ "${#wheels[@]}" != 1 ]; then
+  echo "release/build.sh: expected one wheel, got: ${wheels[*]}" >&2
+  exit 1
+fi
 
 # The binary, taken out of the wheel: the archive and the npm package ship the same bytes.
 stage=$(mktemp -d)
@@ -61,4 +64,5 @@ tar -C "$stage" -czf "$out/archives/$name.tar.gz" --owner=0 --group=0 "$name"
 (cd "$out/archives" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
 
 node npm/pack.js --binary "$stage/codex-parity" --arch "$arch" --out "$out/npm"
-echo "release/build.sh: $triple ($profile): ${wheels[0]}, $out/archives/$name.tar.gz, $out/npm/codex-parity-$version-linux-$arch.tgz"
+echo "release/build.sh: $triple ($profile): ${wheels[0]}, $out/archives/$name.tar.gz," \
+  "$out/npm/codex-parity-$version-linux-$arch.tgz"

@@ -33,9 +33,18 @@ export declare class Sidecar {
   readonly protocol: number;
   readonly pid: number;
   stderr(): string;
-  command(op: string, fields?: Record<string, unknown>, waitMs?: number): Promise<Record<string, unknown>>;
+  command(
+    op: string,
+    fields?: Record<string, unknown>,
+    waitMs?: number,
+  ): Promise<Record<string, unknown>>;
   enqueue(...responses: ScriptedResponse[]): Promise<number>;
-  requests(options?: { min?: number; timeoutMs?: number; since?: number; all?: boolean }): Promise<CapturedRequest[]>;
+  requests(options?: {
+    min?: number;
+    timeoutMs?: number;
+    since?: number;
+    all?: boolean;
+  }): Promise<CapturedRequest[]>;
   status(): Promise<{ pending: number; served: number; unscripted: number; captured: number }>;
   reset(): Promise<void>;
   codexConfig(): string;

@@ -130,7 +130,8 @@ class Sidecar {
     const result = this._result;
     if (result.exitCode !== 0 && !allowLeftovers) {
       const what = result.leftovers.length
-        ? `${result.leftovers.length} leftover(s):\n` + result.leftovers.map((l) => `  - ${l}`).join("\n")
+        ? `${result.leftovers.length} leftover(s):\n` +
+          result.leftovers.map((l) => `  - ${l}`).join("\n")
         : `exit status ${result.exitCode}; stderr:\n${result.stderr}`;
       const error = new SidecarError(`codex-parity sidecar: ${what}`);
       error.result = result;
@@ -169,7 +170,8 @@ function lineQueue(stream, child) {
   });
   stream.on("end", () => {
     ended = true;
-    for (const w of waiting.splice(0)) w.reject(new SidecarError(`the sidecar exited before ${w.what}`));
+    for (const w of waiting.splice(0))
+      w.reject(new SidecarError(`the sidecar exited before ${w.what}`));
   });
   return {
     next(timeoutMs, what) {
@@ -195,7 +197,13 @@ function lineQueue(stream, child) {
  * $CODEX_PARITY_BIN, else the platform package's), `timeoutMs` (for the ready line and each
  * reply; default 30000).
  */
-async function startSidecar({ config, responses = [], lenient = false, bin, timeoutMs = 30_000 } = {}) {
+async function startSidecar({
+  config,
+  responses = [],
+  lenient = false,
+  bin,
+  timeoutMs = 30_000,
+} = {}) {
   const args = ["sidecar"];
   if (config) args.push("--config", config);
   if (lenient) args.push("--lenient");
@@ -226,14 +234,22 @@ async function startSidecar({ config, responses = [], lenient = false, bin, time
  * there; returns the path of its binary. */
 function installCodex(version, { bin } = {}) {
   const args = ["install", ...(version ? [version] : [])];
-  const out = execFileSync(bin ?? resolveBinary(), args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const out = execFileSync(bin ?? resolveBinary(), args, {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const lines = out.split("\n").filter((l) => l.trim());
   return lines[lines.length - 1].split(" ").slice(1).join(" ");
 }
 
 /** A scripted reply of one assistant message. */
 function assistantReply(text, respId = `resp-${Math.random().toString(36).slice(2, 10)}`) {
-  const message = { type: "message", role: "assistant", id: `msg-${respId}`, content: [{ type: "output_text", text }] };
+  const message = {
+    type: "message",
+    role: "assistant",
+    id: `msg-${respId}`,
+    content: [{ type: "output_text", text }],
+  };
   return [
     { type: "response.created", response: { id: respId } },
     { type: "response.output_item.done", item: message },
@@ -241,10 +257,23 @@ function assistantReply(text, respId = `resp-${Math.random().toString(36).slice(
       type: "response.completed",
       response: {
         id: respId,
-        usage: { input_tokens: 0, input_tokens_details: null, output_tokens: 0, output_tokens_details: null, total_tokens: 0 },
+        usage: {
+          input_tokens: 0,
+          input_tokens_details: null,
+          output_tokens: 0,
+          output_tokens_details: null,
+          total_tokens: 0,
+        },
       },
     },
   ];
 }
 
-module.exports = { startSidecar, installCodex, assistantReply, Sidecar, SidecarError, MOCK_API_KEY };
+module.exports = {
+  startSidecar,
+  installCodex,
+  assistantReply,
+  Sidecar,
+  SidecarError,
+  MOCK_API_KEY,
+};

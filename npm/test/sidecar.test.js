@@ -10,7 +10,13 @@ const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { spawnSync } = require("node:child_process");
-const { startSidecar, installCodex, assistantReply, SidecarError, MOCK_API_KEY } = require("codex-parity/sidecar");
+const {
+  startSidecar,
+  installCodex,
+  assistantReply,
+  SidecarError,
+  MOCK_API_KEY,
+} = require("codex-parity/sidecar");
 
 const BIN = path.join(__dirname, "node_modules", ".bin", "codex-parity");
 
@@ -33,7 +39,12 @@ test("a scripted response is served and the request captured", async () => {
     const [request] = await sidecar.requests({ min: 1, timeoutMs: 5000 });
     assert.deepStrictEqual(request.body, { model: "m", input: "ping" });
     assert.strictEqual(request.outcome, "scripted");
-    assert.deepStrictEqual(await sidecar.status(), { pending: 0, served: 1, unscripted: 0, captured: 1 });
+    assert.deepStrictEqual(await sidecar.status(), {
+      pending: 0,
+      served: 1,
+      unscripted: 0,
+      captured: 1,
+    });
   } finally {
     const result = await sidecar.close();
     assert.strictEqual(result.exitCode, 0);
@@ -73,23 +84,27 @@ test("the real codex exec is served by the sidecar", async () => {
     for (const d of ["codex-home", "home", "tmp", "work"]) fs.mkdirSync(path.join(tmp, d));
     fs.writeFileSync(path.join(tmp, "codex-home", "config.toml"), sidecar.codexConfig());
     const closed = "http://127.0.0.1:9";
-    const run = spawnSync(codex, ["exec", "--json", "--disable", "plugins", "--skip-git-repo-check", "say hello"], {
-      cwd: path.join(tmp, "work"),
-      encoding: "utf8",
-      timeout: 120_000,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        PATH: process.env.PATH,
-        HOME: path.join(tmp, "home"),
-        TMPDIR: path.join(tmp, "tmp"),
-        CODEX_HOME: path.join(tmp, "codex-home"),
-        CODEX_PARITY_MOCK_API_KEY: MOCK_API_KEY,
-        HTTPS_PROXY: closed,
-        HTTP_PROXY: closed,
-        ALL_PROXY: closed,
-        NO_PROXY: "127.0.0.1,localhost",
+    const run = spawnSync(
+      codex,
+      ["exec", "--json", "--disable", "plugins", "--skip-git-repo-check", "say hello"],
+      {
+        cwd: path.join(tmp, "work"),
+        encoding: "utf8",
+        timeout: 120_000,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: {
+          PATH: process.env.PATH,
+          HOME: path.join(tmp, "home"),
+          TMPDIR: path.join(tmp, "tmp"),
+          CODEX_HOME: path.join(tmp, "codex-home"),
+          CODEX_PARITY_MOCK_API_KEY: MOCK_API_KEY,
+          HTTPS_PROXY: closed,
+          HTTP_PROXY: closed,
+          ALL_PROXY: closed,
+          NO_PROXY: "127.0.0.1,localhost",
+        },
       },
-    });
+    );
     assert.strictEqual(run.status, 0, run.stderr);
     const texts = run.stdout
       .split("\n")

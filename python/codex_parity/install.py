@@ -8,9 +8,7 @@ import subprocess
 from ._find import find_codex_parity_bin
 
 
-def install_codex(
-    version: str | None = None, *, bin: str | os.PathLike[str] | None = None
-) -> str:
+def install_codex(version: str | None = None, *, bin: str | os.PathLike[str] | None = None) -> str:
     """Installs codex `version` (default: the version this codex-parity pins; `latest`:
     npm's newest) into codex-parity's cache, unless it is there, and returns the path of
     its binary. Needs `npm` on PATH the first time; `CODEX_PARITY_CACHE` moves the cache.

@@ -87,7 +87,11 @@ def function_call_reply(
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)
     item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
-    return [created(resp_id), {"type": "response.output_item.done", "item": item}, completed(resp_id)]
+    return [
+        created(resp_id),
+        {"type": "response.output_item.done", "item": item},
+        completed(resp_id),
+    ]
 
 
 def http_error(status: int, message: str, code: str | None = None) -> dict[str, Any]:

@@ -288,9 +288,7 @@ class Sidecar:
         """Releases `gate`; returns how many responses it let go."""
         return self.command("release", gate=gate)["held"]
 
-    def websocket(
-        self, warmup: str | None = None, connections: Iterable[Any] | None = None
-    ) -> int:
+    def websocket(self, warmup: str | None = None, connections: Iterable[Any] | None = None) -> int:
         """Sets the WebSocket warm-up mode and queues connection scripts; returns how many
         connection scripts wait."""
         fields: dict[str, Any] = {}

@@ -30,7 +30,8 @@ function resolveBinary() {
   const pkg = PLATFORM_PACKAGES[key];
   if (!pkg) {
     throw new Error(
-      `codex-parity has no build for ${key} (it runs on ${Object.keys(PLATFORM_PACKAGES).join(", ")}, ` +
+      `codex-parity has no build for ${key} ` +
+        `(it runs on ${Object.keys(PLATFORM_PACKAGES).join(", ")}, ` +
         "where codex's own Linux builds run); set $CODEX_PARITY_BIN to a binary you built",
     );
   }
