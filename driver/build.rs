@@ -3,6 +3,10 @@
 //! becomes an entry of `$OUT_DIR/expectations.rs` (path relative to `fixtures/`, text), read
 //! by `harness::expectations`. A binary installed, copied or cached elsewhere then judges as
 //! one run inside its checkout.
+//!
+//! A build without them fails, naming what is missing: a package that left `fixtures/` out
+//! (an sdist without it, `cargo package`) would otherwise give a binary that judges every
+//! drift as unlisted and compares no golden file.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,10 +22,30 @@ fn main() {
         .join("fixtures");
     println!("cargo:rerun-if-changed={}", fixtures.display());
     let mut files = Vec::new();
+    let mut missing = Vec::new();
     for kind in KINDS {
         let dir = fixtures.join(kind);
         println!("cargo:rerun-if-changed={}", dir.display());
+        let before = files.len();
         collect(&dir, &mut files);
+        if files.len() == before {
+            missing.push(dir.display().to_string());
+        }
+    }
+    let baselines = fixtures.join("expected/baselines.json");
+    if missing.is_empty() && !baselines.is_file() {
+        missing.push(baselines.display().to_string());
+    }
+    if !missing.is_empty() {
+        // `cargo::error` fails the build with this message, without a panic's backtrace.
+        println!(
+            "cargo::error=the expectations to compile in are missing: {} (no such directory, \
+             no *.json in it, or no such file). codex-parity builds from a checkout of its \
+             repository or from its sdist, both of which carry fixtures/ beside driver/; a \
+             package without fixtures/ (e.g. `cargo package`) cannot build it",
+            missing.join(", ")
+        );
+        return;
     }
     files.sort();
     let mut out = String::from(
