@@ -158,7 +158,7 @@ fn a_client_that_leaves_its_process_group_leaves_nothing_running_and_fails() {
         "none must survive, and did: {all}"
     );
     assert!(all.contains("drop:turn/completed"), "{all}");
-    assert!(all.contains("left its process group (killed)"), "{all}");
+    assert!(all.contains("left COMMAND's process group"), "{all}");
     sandbox.assert_clean("an escaped client");
 }
 
@@ -217,4 +217,130 @@ fn a_written_transcript_meets_the_strict_client_as_its_code_predicts() {
     assert!(junit.contains("tests=\"6\" failures=\"0\""), "{junit}");
     assert!(report.join("runs/01-none/served/1.json").is_file());
     sandbox.assert_clean("client-check of a transcript");
+}
+
+/// The headline false green of issue 43: a `--report DIR` used before held the mock's
+/// records of that run, which the second check read as its own, so a program that never
+/// starts codex (`true`) passed. A directory holding another run's files is refused; with
+/// `--replace-report` its files are removed first and `true` fails as it should.
+#[test]
+fn a_reused_report_directory_never_passes_a_client_that_never_starts_codex() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let session = transcript(dir, "turn.json", TURN);
+    let report = dir.join("cc");
+    let go = |command: &[&str], extra: &[&str]| {
+        let mut args = vec![
+            "client-check",
+            "--from",
+            &session,
+            "--mutations",
+            "none",
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        args.push("--");
+        args.extend(command);
+        let mut cmd = sandbox.command(&args);
+        support::wait_with_timeout(
+            cmd.spawn().unwrap(),
+            Duration::from_secs(60),
+            "client-check",
+        )
+    };
+    let client = client();
+    let first = go(&["python3", &client, "strict"], &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(report.join("runs/01-none/served/1.json").is_file());
+    let again = go(&["true"], &[]);
+    assert_exit_2_naming(&again, "holds another run's files");
+    assert!(
+        text(&again).contains("--replace-report"),
+        "{}",
+        text(&again)
+    );
+    let replaced = go(&["true"], &["--replace-report"]);
+    assert_eq!(replaced.status.code(), Some(1), "{}", text(&replaced));
+    assert!(
+        text(&replaced).contains("never started `codex app-server`"),
+        "{}",
+        text(&replaced)
+    );
+    let json = std::fs::read_to_string(report.join("client-check.json")).unwrap();
+    assert!(json.contains("\"passed\": false"), "{json}");
+    assert!(!report.join("runs/01-none/served/1.json").exists());
+    sandbox.assert_clean("a reused report directory");
+}
+
+/// `client-check --report DIR … -- COMMAND` on `session`: the exit status, the output and
+/// `client-check.json`.
+fn check_json(
+    sandbox: &Sandbox,
+    session: &str,
+    extra: &[&str],
+    command: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let report = sandbox
+        .root
+        .path()
+        .join(format!("cc-{}", std::process::id() ^ rand_part()));
+    let mut args = vec![
+        "client-check",
+        "--from",
+        session,
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.push("--");
+    args.extend(command);
+    let mut cmd = sandbox.command(&args);
+    let output = support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(120),
+        "client-check",
+    );
+    let json = std::fs::read_to_string(report.join("client-check.json"))
+        .unwrap_or_else(|e| panic!("no client-check.json ({e}): {}", text(&output)));
+    (output, serde_json::from_str(&json).unwrap())
+}
+
+/// A number that differs from call to call.
+fn rand_part() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(1);
+    N.fetch_add(1, Ordering::Relaxed) << 20
+}
+
+/// Issue 43's false note: every timeout row said its app-server "left the process group",
+/// because the mock, killed with COMMAND's group, was looked for before it was gone. The
+/// group is now reaped first, and a mock in it is never called escaped.
+#[test]
+fn a_timeout_row_whose_group_is_reaped_names_no_escape() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "turn.json", TURN);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "drop:turn/completed", "--timeout-secs", "2"],
+        &["python3", &client, "strict"],
+    );
+    let row = &json["rows"][0];
+    assert_eq!(row["timed_out"], true, "{}", text(&output));
+    let reasons: Vec<&str> = row["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].starts_with("timed out after 2 s"), "{reasons:?}");
+    assert!(
+        !text(&output).contains("process group"),
+        "{}",
+        text(&output)
+    );
+    sandbox.assert_clean("a timed-out client");
 }

@@ -12,6 +12,7 @@ use codex_parity::client_check::checker::{self, CheckOptions};
 use codex_parity::client_check::mutation::{DEFAULT, Mutation};
 use codex_parity::client_check::serve;
 use codex_parity::client_check::source::Source;
+use codex_parity::report::destination;
 
 use super::one_codex::OneCodex;
 
@@ -37,6 +38,10 @@ pub(crate) struct ClientCheckArgs {
     /// script, what the mock served, COMMAND's stdout and stderr) under DIR/runs/.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// With --report: remove the files an earlier check left in DIR first (without it, a
+    /// DIR holding files is refused, so that no earlier run's record is read as this one's).
+    #[arg(long, requires = "report")]
+    replace_report: bool,
     /// COMMAND's time limit per mutation; it and everything it started are killed after.
     #[arg(long, value_name = "N", default_value_t = 30)]
     timeout_secs: u64,
@@ -72,6 +77,9 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
             "--must-survive {m}: not among --mutations ({})",
             names.join(",")
         );
+    }
+    if let Some(dir) = &args.report {
+        destination::prepare(dir, "--report", args.replace_report)?;
     }
     let exe = std::env::current_exe().context("finding codex-parity's own path")?;
     let options = CheckOptions {

@@ -204,9 +204,13 @@ enum Command {
         /// Directories holding a results.json (or results.json files).
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
-        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here.
+        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here
+        /// (a new or empty directory, not one of the inputs).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// With --report: remove the files an earlier report left in DIR first.
+        #[arg(long, requires = "report")]
+        replace_report: bool,
     },
     /// List the scenarios with their catalogue ids.
     ///
@@ -433,7 +437,11 @@ impl Cli {
                 let prune = prune.then_some(install::Prune { cache_max });
                 with_runtime(install::install_versions(versions, compare, sample, prune))
             }
-            Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
+            Command::Merge {
+                dirs,
+                report,
+                replace_report,
+            } => with_runtime(merge::merge(dirs, report, replace_report)),
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Record(args) => with_runtime(record::record(args)),
             Command::RecordRelay { session, args } => with_runtime(record::relay(session, args)),

@@ -151,6 +151,10 @@ struct Ran {
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
 /// pauses `slow` adds, so that a slow session never times out by itself.
 async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Result<Ran> {
+    // Only this run's records may judge it: nothing of an earlier check in the same place.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let limit = o.timeout + Duration::from_millis(script.gap_ms * script.len() as u64);
     script.deadline_ms = serve::now_ms() + limit.as_millis() as u64 + 5000;
@@ -197,7 +201,15 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.wait().await;
-    let escaped = stop_escaped(dir).await;
+    // Only once the group is gone is a mock still running one that left it.
+    let group = group.map(|g| g.as_raw_nonzero().get());
+    if let Some(group) = group {
+        let deadline = Instant::now() + REAPED;
+        while Instant::now() < deadline && group_lives(group) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let escaped = stop_escaped(dir, group).await;
     Ok(Ran {
         status,
         seconds,
@@ -208,22 +220,56 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
     })
 }
 
+/// How long COMMAND's process group may take to be gone after its SIGKILL.
+const REAPED: Duration = Duration::from_secs(5);
+
 /// The records of mocks that have not ended and whose process still runs (`None`: the
 /// records cannot be read).
 fn running(dir: &Path) -> Option<Vec<Served>> {
-    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
     let all = served::read_all(dir).ok()?;
     Some(
         all.into_iter()
-            .filter(|s| s.ended.is_none() && s.pid != 0 && alive(s.pid))
+            .filter(|s| s.ended.is_none() && s.pid != 0 && lives(s.pid))
             .collect(),
     )
 }
 
-/// Kills the mocks still running after COMMAND's process group was (they and whatever
-/// started them left it, e.g. by `setsid`), with their own process group; their launches.
-async fn stop_escaped(dir: &Path) -> Vec<usize> {
-    let left = running(dir).unwrap_or_default();
+/// The state and process group of process `pid`, from `/proc/PID/stat`.
+fn stat(pid: &str) -> Option<(String, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_string();
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
+}
+
+/// Whether a process is alive: it exists and is not a zombie (dead, waiting to be reaped).
+fn lives(pid: u32) -> bool {
+    stat(&pid.to_string()).is_some_and(|(state, _)| !matches!(state.as_str(), "Z" | "X"))
+}
+
+/// Whether a live process of process group `group` is left.
+fn group_lives(group: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        stat(&name.to_string_lossy())
+            .is_some_and(|(state, g)| g == group && !matches!(state.as_str(), "Z" | "X"))
+    })
+}
+
+/// Kills the mocks still running once COMMAND's process group is gone: they left it (they
+/// or whatever started them, e.g. by `setsid`), so they are killed with their own process
+/// group; their launches. A mock whose record names COMMAND's group is never one of them.
+async fn stop_escaped(dir: &Path, group: Option<i32>) -> Vec<usize> {
+    let left: Vec<Served> = running(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| Some(s.pgid as i32) != group)
+        .collect();
     for s in &left {
         for (pid, group) in [(s.pgid, true), (s.pid, false)] {
             if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
@@ -283,8 +329,8 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
     }
     if !ran.escaped.is_empty() {
         failures.push(format!(
-            "app-server launch(es) {:?} still ran after COMMAND exited: they left its process \
-             group (killed)",
+            "app-server launch(es) {:?} left COMMAND's process group and still ran after the \
+             group was gone (killed)",
             ran.escaped
         ));
     }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod changes;
 pub mod conformance;
 pub mod coverage;
+pub mod destination;
 pub mod html;
 pub mod json;
 pub mod junit;
