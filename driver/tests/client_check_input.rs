@@ -22,6 +22,39 @@ const TURN: &str = r#"[
    "turn": {"id": "<turn-1>", "status": "completed"}}}
 ]"#;
 
+/// A plain turn whose text is streamed in two deltas before its item completes.
+const STREAMED: &str = r#"[
+  {"type": "response", "method": "initialize", "result": {"userAgent": "x"}},
+  {"type": "response", "method": "thread/start", "result": {"thread": {"id": "<thread-1>"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "item/agentMessage/delta", "params":
+   {"threadId": "<thread-1>", "itemId": "<id>", "delta": "Hello "}},
+  {"type": "notification", "method": "item/agentMessage/delta", "params":
+   {"threadId": "<thread-1>", "itemId": "<id>", "delta": "from the mock"}},
+  {"type": "notification", "method": "item/completed", "params": {"threadId": "<thread-1>",
+   "item": {"type": "agentMessage", "id": "<id>", "text": "Hello from the mock"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>", "status": "completed"}}}
+]"#;
+
+/// Two turns on one thread: the test client runs only the first.
+const TWO_TURNS: &str = r#"[
+  {"type": "response", "method": "initialize", "result": {"userAgent": "x"}},
+  {"type": "response", "method": "thread/start", "result": {"thread": {"id": "<thread-1>"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>", "status": "completed"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-2>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-2>"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-2>", "status": "completed"}}}
+]"#;
+
 /// Writes a transcript of one connection with `messages` (a JSON array's items).
 fn transcript(dir: &Path, name: &str, messages: &str) -> String {
     let path = dir.join(name);
@@ -343,4 +376,162 @@ fn a_timeout_row_whose_group_is_reaped_names_no_escape() {
         text(&output)
     );
     sandbox.assert_clean("a timed-out client");
+}
+
+/// The rows of `client-check.json` as (mutation, result).
+fn results(json: &serde_json::Value) -> Vec<(String, String)> {
+    json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("mutation"), s("result"))
+        })
+        .collect()
+}
+
+/// Issue 43's false green: a client whose text came out doubled under
+/// `duplicate:item/agentMessage/delta` passed on its exit status alone. Its output is now
+/// held against the `none` run's, and the difference is in the row and fails it; a client
+/// that prints the completed item's text passes.
+#[test]
+fn a_client_that_doubles_deltas_fails_with_the_difference_shown() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let mutations = "none,duplicate:item/agentMessage/delta,reorder";
+    let args = ["--mutations", mutations, "--must-survive", "all"];
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &args,
+        &["python3", &client, "tolerant", "--print-deltas"],
+    );
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    let row = &json["rows"][1];
+    assert_eq!(row["result"], "failed", "{all}");
+    assert_eq!(row["exit"], 0, "it exited 0: {all}");
+    let reason = row["reasons"][0].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "printed other output than with `none` (line 1: \"final: Hello Hello from the \
+         mockfrom the mock\" where `none` printed \"final: Hello from the mock\")"
+    );
+    assert!(
+        all.contains("Hello Hello from the mockfrom the mock"),
+        "{all}"
+    );
+    let (output, json) = check_json(&sandbox, &session, &args, &["python3", &client, "tolerant"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let passed = |m: &str| (m.to_string(), "passed".to_string());
+    assert_eq!(
+        results(&json),
+        vec![
+            passed("none"),
+            passed("duplicate:item/agentMessage/delta"),
+            passed("reorder")
+        ]
+    );
+    sandbox.assert_clean("a client that doubles deltas");
+}
+
+/// Issue 43's false note: a client that ends its app-server right after `turn/completed`
+/// was said, at random, to have stopped before the session's end (the mock counted the
+/// line after sending it). With the whole session asked for, such a note would fail it:
+/// every row passes.
+#[test]
+fn a_client_that_exits_right_after_turn_completed_went_through_the_whole_session() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &[
+            "--mutations",
+            "none,extra-field,slow:1,unknown-notification",
+            "--must-survive",
+            "all",
+            "--whole-session",
+        ],
+        &["python3", &client, "tolerant", "--kill-at-end"],
+    );
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert!(!all.contains("before the session's end"), "{all}");
+    assert_eq!(json["whole_session"], true);
+    assert!(results(&json).iter().all(|(_, r)| r == "passed"), "{all}");
+    sandbox.assert_clean("a client that kills its app-server at the end");
+}
+
+/// A client that runs one of the session's two turns and exits 0 did what `none`
+/// expects but not all of it: `stopped early`, a result of its own, which passes unless
+/// the whole session is asked for (`--whole-session`), where it fails naming where it
+/// stopped.
+#[test]
+fn a_client_that_stops_after_one_of_two_turns_stopped_early() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "two.json", TWO_TURNS);
+    let client = client();
+    let strict = ["python3", client.as_str(), "strict"];
+    let (output, json) = check_json(&sandbox, &session, &["--mutations", "none"], &strict);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert_eq!(json["rows"][0]["result"], "stopped-early", "{all}");
+    assert_eq!(json["whole_session"], false);
+    assert!(all.contains("stopped early"), "{all}");
+    assert!(
+        all.contains("stopped 3 step(s) before the session's end (next: the answer to turn/start)"),
+        "{all}"
+    );
+    assert!(all.contains("1 stopped early"), "{all}");
+    let whole = ["--mutations", "none", "--whole-session"];
+    let (output, json) = check_json(&sandbox, &session, &whole, &strict);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    assert_eq!(json["rows"][0]["result"], "failed", "{all}");
+    assert!(
+        json["rows"][0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("(next: the answer to turn/start) (--whole-session)"),
+        "{all}"
+    );
+    sandbox.assert_clean("a client that stops early");
+}
+
+/// `--mutations all` runs every mutation with its default argument, as the default list.
+#[test]
+fn mutations_all_is_the_whole_list() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "all", "--timeout-secs", "3"],
+        &["python3", &client, "tolerant"],
+    );
+    let names: Vec<String> = results(&json).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "drop:turn/completed",
+            "duplicate:item/agentMessage/delta",
+            "unknown-notification",
+            "unknown-enum",
+            "extra-field",
+            "reorder",
+            "overloaded",
+            "exit-mid-turn",
+            "slow"
+        ],
+        "{}",
+        text(&output)
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    sandbox.assert_clean("--mutations all");
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::client_check::mutation::{Expect, Mutation};
+use crate::client_check::output;
 use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
 use crate::client_check::served::{self, Served};
@@ -40,6 +41,11 @@ pub struct CheckOptions {
     /// Where each mutation's run is kept (its script, what was served, COMMAND's output);
     /// `None`: a temporary directory, removed at the end.
     pub keep_in: Option<PathBuf>,
+    /// Whether a client that ends before the session's end fails (else its row is
+    /// `stopped early`, which passes).
+    pub whole_session: bool,
+    /// Lines of COMMAND's stdout left out when it is held against `none`'s.
+    pub ignore_output: Vec<regex::Regex>,
 }
 
 /// Runs the check (see the module docs).
@@ -74,8 +80,13 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             o.source.describe()
         );
     }
-    let mut rows = Vec::new();
-    for (n, mutation) in o.mutations.iter().enumerate() {
+    let mut rows: Vec<Option<Row>> = vec![None; o.mutations.len()];
+    // `none` first: the others' output is held against its own.
+    let mut order: Vec<usize> = (0..o.mutations.len()).collect();
+    order.sort_by_key(|&n| o.mutations[n] != Mutation::None);
+    let mut reference = Reference::NotRun;
+    for n in order {
+        let mutation = &o.mutations[n];
         let name = mutation.name();
         let must = o.must_survive.iter().any(|m| *m == name || m == "all");
         let served = match mutation {
@@ -89,11 +100,18 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             Ok(script) => {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
                 let ran = run_one(o, &dir, script).await?;
-                judge(mutation, must, &ran)
+                let row = judge(mutation, must, &ran, o, &reference);
+                if *mutation == Mutation::None {
+                    reference = match row.result {
+                        RowResult::Passed => Reference::Printed(ran.stdout),
+                        _ => Reference::Failed,
+                    };
+                }
+                row
             }
         };
         eprintln!("codex-parity: {}", row.line());
-        rows.push(row);
+        rows[n] = Some(row);
     }
     Ok(Verdict {
         source: recorded.origin,
@@ -104,8 +122,19 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         timeout_secs: o.timeout.as_secs(),
-        rows,
+        whole_session: o.whole_session,
+        rows: rows.into_iter().flatten().collect(),
     })
+}
+
+/// What the other mutations' output is held against: what COMMAND printed for `none`.
+enum Reference {
+    /// `none` is not among the mutations.
+    NotRun,
+    /// `none` did not pass: its output is no reference.
+    Failed,
+    /// `none` passed, printing this on stdout.
+    Printed(String),
 }
 
 /// A mutation's name as a directory name.
@@ -146,6 +175,8 @@ struct Ran {
     escaped: Vec<usize>,
     /// Its stderr.
     stderr: String,
+    /// Its stdout.
+    stdout: String,
 }
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
@@ -217,6 +248,7 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         served: served::read_all(dir),
         escaped,
         stderr: std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
+        stdout: std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default(),
     })
 }
 
@@ -287,8 +319,15 @@ async fn stop_escaped(dir: &Path, group: Option<i32>) -> Vec<usize> {
     left.iter().map(|s| s.launch).collect()
 }
 
-/// The row of one run: passed or failed against what the mutation expects, with why.
-fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
+/// The row of one run: passed, stopped early or failed against what the mutation expects,
+/// with why; a mutation that should not change the output is held against `reference`.
+fn judge(
+    mutation: &Mutation,
+    must: bool,
+    ran: &Ran,
+    o: &CheckOptions,
+    reference: &Reference,
+) -> Row {
     use std::os::unix::process::ExitStatusExt;
     let (name, expect) = (mutation.name(), mutation.expect());
     let mut failures = Vec::new();
@@ -350,6 +389,17 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
         }
         failures.extend(all(|s| &s.answers_differ));
         failures.extend(all(|s| &s.foreign_threads));
+        if mutation.keeps_output() {
+            match reference {
+                Reference::Printed(none) => {
+                    failures.extend(output::difference(none, &ran.stdout, &o.ignore_output))
+                }
+                Reference::NotRun => {
+                    notes.push("output not compared: `none` is not among --mutations".into())
+                }
+                Reference::Failed => notes.push("output not compared: `none` did not pass".into()),
+            }
+        }
     } else if let Some(c) = code {
         notes.push(format!("ended with status {c}"));
     }
@@ -376,25 +426,36 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
         notes.push(format!("{what}: {}", items.join("; ")));
     }
     let cut = |s: &&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
-    for s in served
+    let early: Vec<String> = served
         .iter()
         .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
-    {
-        notes.push(format!(
-            "app-server {}: stopped {} step(s) before the session's end (next: {})",
-            s.launch,
-            s.not_reached,
-            s.next.as_deref().unwrap_or("-")
-        ));
+        .map(|s| {
+            format!(
+                "app-server {}: stopped {} step(s) before the session's end (next: {})",
+                s.launch,
+                s.not_reached,
+                s.next.as_deref().unwrap_or("-")
+            )
+        })
+        .collect();
+    // A client that copes but ends before the session does is a result of its own; with
+    // the whole session asked for, it fails.
+    let stopped_early = expect == Expect::Survive && !early.is_empty();
+    if stopped_early && o.whole_session {
+        failures.extend(early.into_iter().map(|e| format!("{e} (--whole-session)")));
+    } else {
+        notes.extend(early);
     }
     Row {
         mutation: name,
         expect,
         must_survive: must,
-        result: if failures.is_empty() {
-            RowResult::Passed
-        } else {
+        result: if !failures.is_empty() {
             RowResult::Failed
+        } else if stopped_early {
+            RowResult::StoppedEarly
+        } else {
+            RowResult::Passed
         },
         exit: code,
         timed_out: ran.status.is_none(),

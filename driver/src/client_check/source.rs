@@ -26,6 +26,9 @@ use crate::scenario_file::format::Step as FileStep;
 use crate::scenario_file::load::Compiled;
 use crate::scenario_file::matching;
 
+/// How a scenario file `codex-parity record` wrote begins.
+pub const RECORDED_MARK: &str = "# Recorded by `codex-parity record`";
+
 /// A session to serve.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
@@ -69,6 +72,19 @@ impl Source {
             Some("json") => Ok(Source::Transcript(path.to_path_buf())),
             Some("jsonl") => Ok(Source::RelayLog(path.to_path_buf())),
             _ => bail!("{} is none of {kinds}", path.display()),
+        }
+    }
+
+    /// Whether it is a recording of the integrator's own client: a `record --keep`
+    /// directory, or a scenario file `record` wrote (its first line says so). The same client
+    /// is then expected to go through the whole session (`--whole-session`'s default).
+    pub fn is_recording(&self) -> bool {
+        match self {
+            Source::RelayLog(_) => true,
+            Source::Transcript(_) => false,
+            Source::ScenarioFile(path) => {
+                std::fs::read_to_string(path).is_ok_and(|text| text.starts_with(RECORDED_MARK))
+            }
         }
     }
 
@@ -319,6 +335,14 @@ mod tests {
             Source::parse(&p.join("kept")).unwrap(),
             Source::RelayLog(p.join("kept/session"))
         );
+        // A recording of the integrator's own client: the kept directory, or the file
+        // `record` wrote; not another scenario file, not a transcript.
+        assert!(Source::parse(&p.join("kept")).unwrap().is_recording());
+        assert!(!Source::ScenarioFile(p.join("s.toml")).is_recording());
+        let recorded = format!("{RECORDED_MARK} on 2026-12-01 from: python3 c.py\n");
+        std::fs::write(p.join("r.toml"), recorded).unwrap();
+        assert!(Source::ScenarioFile(p.join("r.toml")).is_recording());
+        assert!(!Source::Transcript(p.join("t.json")).is_recording());
     }
 
     #[test]
