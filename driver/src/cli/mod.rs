@@ -34,18 +34,25 @@ use sweep::{AuditArgs, SweepArgs};
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
 #[derive(Debug, Parser)]
-#[command(name = "codex-parity", version, about, long_about = None)]
+#[command(name = "codex-parity", version, about, long_about = None,
+          after_long_help = FIXTURES_HELP)]
 pub(crate) struct Cli {
-    /// The expectations to judge by (baselines, golden requests and transcripts), in the
-    /// layout of the repository's fixtures/ (expected/baselines.json, golden/VERSION/,
-    /// golden-transcripts/VERSION/), instead of those compiled into this binary; also
-    /// where --bless writes. Default: $CODEX_PARITY_FIXTURES, else the compiled-in ones
-    /// (--bless then writes into the checkout this binary was built from).
+    /// Judge by the expectations in DIR (a fixtures/ layout), where --bless writes too
+    /// (`codex-parity --help` says more)
     #[arg(long, global = true, value_name = "DIR")]
     fixtures: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
+
+/// What `--fixtures` is, said once, under the top-level help (every subcommand's help
+/// gives the option one line).
+const FIXTURES_HELP: &str = "\
+--fixtures DIR: the expectations to judge by (baselines, golden requests and transcripts),
+in the layout of the repository's fixtures/ (expected/baselines.json, golden/VERSION/,
+golden-transcripts/VERSION/), instead of those compiled into this binary; also where
+--bless writes. Default: $CODEX_PARITY_FIXTURES, else the compiled-in ones (--bless then
+writes into the checkout this binary was built from).";
 
 #[derive(Debug, Subcommand)]
 enum Command {

@@ -146,6 +146,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// before any codex is installed or started, then the binaries.
 async fn build_plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let builder = Plan::builder(args.options())?;
+    args.matrix.sources.note_unread_baselines();
     if let Some(dir) = &args.report {
         destination::prepare(dir, "--report", args.replace_report)?;
     }

@@ -43,7 +43,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "SIZE", default_value = DEFAULT_CACHE_MAX)]
     cache_max: String,
     /// Scenarios run at once in each release's run (default: as `run`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::matrix::at_least_one)]
     jobs: Option<usize>,
     /// Only the scenarios this selects, as `run --filter` (a group letter, an id, a name
     /// part): a new group swept on its own; the audit then judges those alone.
