@@ -6,7 +6,9 @@
 //! Each release runs as a child `codex-parity run` (its own process, so a release that
 //! crashes or hangs codex costs only its own cell), with `CODEX_PARITY_CACHE_MAX` set so
 //! that each install evicts the least recently used releases. A release already in `--out`
-//! is not run again: a sweep stopped half way goes on where it stopped.
+//! is not run again: a sweep stopped half way goes on where it stopped. Kept results of
+//! other scenarios (a sweep with another `--filter`) are not this sweep's: such a release is
+//! swept again.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,7 +38,8 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "A..B")]
     releases: Option<String>,
     /// Where each release's results go (DIR/VERSION/results.json, and the run's output in
-    /// DIR/VERSION/run.log); releases already there are not run again.
+    /// DIR/VERSION/run.log); releases already there are not run again, unless their results
+    /// hold other scenarios (a sweep with another --filter).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Keep the codex cache under this size while sweeping (bytes, or with K, M, G, T).

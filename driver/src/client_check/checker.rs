@@ -71,6 +71,9 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
         .clone()
         .unwrap_or_else(|| temp.path().to_path_buf());
     let world = base.join("world");
+    if world.exists() {
+        std::fs::remove_dir_all(&world).with_context(|| format!("emptying {}", world.display()))?;
+    }
     std::fs::create_dir_all(world.join("workspace"))
         .with_context(|| format!("creating {}", world.display()))?;
     let recorded = o.source.script(None, &o.codex, &world).await?;
