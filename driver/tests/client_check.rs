@@ -184,6 +184,7 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
         assert_eq!(output.status.code(), Some(code), "{}", text(&output));
         assert_eq!(json["passed"], mode == "tolerant");
         assert_eq!(json["codex"], v.pinned.as_str());
+        assert_eq!(json["whole_session"], false, "a transcript is no recording");
         let table = String::from_utf8_lossy(&output.stdout);
         assert!(
             table.contains("mutation") && table.contains("exit-mid-turn"),
@@ -325,6 +326,8 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
                 .starts_with("recorded session")
         );
         assert_eq!(json["codex"], v.pinned.as_str());
+        // A recording of the user's own client: the whole session is asked for.
+        assert_eq!(json["whole_session"], true);
     }
     // The recorded session with its scenario file: run on codex for it, and on another
     // version for as:VERSION; a client that declines where the recording accepted fails.
@@ -345,6 +348,7 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
             .unwrap()
             .contains(&format!("on codex {}", v.pinned))
     );
+    assert_eq!(json["whole_session"], true, "the file `record` wrote");
     // A client that refuses the approval: its answer differs from the recorded one, and
     // from the scenario file's reply step.
     let refuse = sandbox.root.path().join("refuse.py");

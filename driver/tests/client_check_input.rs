@@ -499,6 +499,31 @@ fn a_client_that_stops_after_one_of_two_turns_stopped_early() {
             .ends_with("(next: the answer to turn/start) (--whole-session)"),
         "{all}"
     );
+    // A session of two app-servers, of which the client starts one.
+    let two = sandbox.root.path().join("two-servers.json");
+    let doc = format!(
+        r#"{{"codex": "0.171.0", "scenario": "s", "connections": [
+            {{"world": 1, "connection": 1, "messages": {TURN}}},
+            {{"world": 1, "connection": 2, "messages": {TURN}}}]}}"#
+    );
+    std::fs::write(&two, doc).unwrap();
+    let (output, json) = check_json(
+        &sandbox,
+        two.to_str().unwrap(),
+        &["--mutations", "none"],
+        &strict,
+    );
+    assert_eq!(
+        json["rows"][0]["result"],
+        "stopped-early",
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("started 1 of the session's 2 app-server(s)"),
+        "{}",
+        text(&output)
+    );
     sandbox.assert_clean("a client that stops early");
 }
 

@@ -180,6 +180,8 @@ struct Ran {
     stderr: String,
     /// Its stdout.
     stdout: String,
+    /// How many app-server connections the session has.
+    connections: usize,
 }
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
@@ -191,6 +193,7 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let limit = o.timeout + Duration::from_millis(script.gap_ms * script.len() as u64);
+    let connections = script.connections.len();
     script.deadline_ms = serve::now_ms() + limit.as_millis() as u64 + 5000;
     script.write(&serve::script_path(dir))?;
     let bin = dir.join("bin");
@@ -252,6 +255,7 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         escaped,
         stderr: std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
         stdout: std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default(),
+        connections,
     })
 }
 
@@ -429,7 +433,7 @@ fn judge(
         notes.push(format!("{what}: {}", items.join("; ")));
     }
     let cut = |s: &&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
-    let early: Vec<String> = served
+    let mut early: Vec<String> = served
         .iter()
         .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
         .map(|s| {
@@ -441,6 +445,13 @@ fn judge(
             )
         })
         .collect();
+    if ran.status.is_some() && !served.is_empty() && served.len() < ran.connections {
+        early.push(format!(
+            "started {} of the session's {} app-server(s)",
+            served.len(),
+            ran.connections
+        ));
+    }
     // A client that copes but ends before the session does is a result of its own; with
     // the whole session asked for, it fails.
     let stopped_early = expect == Expect::Survive && !early.is_empty();
