@@ -128,6 +128,32 @@ fn bad_input_is_refused_naming_the_fix() {
         &go(&["client-check", "--from", &plain]),
         "no command to check",
     );
+    // Nothing that must pass is no check at all.
+    assert_exit_2_naming(
+        &go(&[
+            "client-check",
+            "--from",
+            &plain,
+            "--must-survive",
+            "",
+            "--",
+            "true",
+        ]),
+        "--must-survive names no mutation",
+    );
+    // Without `none`, every mutation run must pass: a client that never starts codex
+    // passed a check of `extra-field` alone (nothing had to survive).
+    let alone = go(&[
+        "client-check",
+        "--from",
+        &plain,
+        "--mutations",
+        "extra-field",
+        "--",
+        "true",
+    ]);
+    assert_eq!(alone.status.code(), Some(1), "{}", text(&alone));
+    assert!(text(&alone).contains("1 must survive"), "{}", text(&alone));
     // A client that never starts codex fails its row, saying how the shim is found.
     let output = go(&[
         "client-check",

@@ -32,7 +32,7 @@ pub(crate) struct ClientCheckArgs {
     #[arg(long, value_name = "LIST", default_value = DEFAULT)]
     mutations: String,
     /// The mutations the check fails without (comma-separated names, or `all`; default:
-    /// `none`, when it is among --mutations).
+    /// `none` when it is among --mutations, else `all`).
     #[arg(long, value_name = "LIST")]
     must_survive: Option<String>,
     /// Also write DIR/client-check.json, DIR/junit.xml and each mutation's run (its
@@ -80,18 +80,25 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
         .collect::<anyhow::Result<Vec<_>>>()?;
     anyhow::ensure!(!mutations.is_empty(), "--mutations names no mutation");
     let names: Vec<String> = mutations.iter().map(Mutation::name).collect();
-    let default = names
-        .iter()
-        .any(|n| n == "none")
-        .then(|| "none".to_string());
+    // By default the unmutated replay must pass; without it, every mutation run must (a
+    // check where nothing must pass would pass whatever happened).
+    let default = if names.iter().any(|n| n == "none") {
+        "none"
+    } else {
+        "all"
+    };
     let must_survive: Vec<String> = args
         .must_survive
-        .or(default)
-        .unwrap_or_default()
+        .unwrap_or_else(|| default.to_string())
         .split(',')
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
+    anyhow::ensure!(
+        !must_survive.is_empty(),
+        "--must-survive names no mutation: a check where nothing must pass passes whatever \
+         happens; name some, or `all`, or leave it out (the default: none, else all)"
+    );
     for m in must_survive.iter().filter(|m| *m != "all") {
         let name = Mutation::parse(m).map_err(anyhow::Error::msg)?.name();
         anyhow::ensure!(

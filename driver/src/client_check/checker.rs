@@ -341,8 +341,9 @@ fn judge(
     let mut notes = Vec::new();
     let served: &[Served] = match &ran.served {
         Ok(all) => all,
+        // Nothing can be said of a run whose records cannot be read: no pass.
         Err(e) => {
-            notes.push(format!("what the mock saw cannot be read: {e:#}"));
+            failures.push(format!("what the mock saw cannot be read: {e:#}"));
             &[]
         }
     };
