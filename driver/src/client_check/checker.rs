@@ -102,8 +102,10 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             Err(why) => Row::not_applicable(&name, mutation.expect(), must, why),
             Ok(script) => {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
+                let said = script.notes.clone();
                 let ran = run_one(o, &dir, script).await?;
-                let row = judge(mutation, must, &ran, o, &reference);
+                let mut row = judge(mutation, must, &ran, o, &reference);
+                row.notes.extend(said);
                 if *mutation == Mutation::None {
                     reference = match row.result {
                         RowResult::Passed => Reference::Printed(ran.stdout),

@@ -242,6 +242,7 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
     )
     .await?;
     let ran = session.run(&scenario).await;
+    let mut failed = None;
     match &ran.outcome {
         Outcome::NotApplicable(why) => {
             bail!(
@@ -250,12 +251,17 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
                 binary.version
             )
         }
-        Outcome::Failed(why) => eprintln!(
-            "codex-parity: warning: {} failed on codex {} ({}); serving what codex sent anyway",
-            path.display(),
-            binary.version,
-            why.lines().next().unwrap_or_default()
-        ),
+        Outcome::Failed(why) => {
+            let note = format!(
+                "the session served is of a run of {} that failed on codex {} ({}): what \
+                 codex sent anyway",
+                path.display(),
+                binary.version,
+                why.lines().next().unwrap_or_default()
+            );
+            eprintln!("codex-parity: warning: {note}");
+            failed = Some(note);
+        }
         _ => {}
     }
     let connections: Vec<Vec<Sent>> = ran.transcripts.into_iter().map(|c| c.messages).collect();
@@ -272,6 +278,7 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
             *expected = replies.get(method.as_str()).cloned();
         }
     }
+    script.notes.extend(failed);
     Ok(script)
 }
 
