@@ -18,7 +18,8 @@
 //! | [`client_check`] | the integrator's client served a session and its mutations by a mock app-server, and the verdict |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
 //!
-//! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them.
+//! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them;
+//! [`suggest`] (the "did you mean" of messages) is used by any of them.
 
 pub mod app_server;
 pub mod bench;
@@ -31,6 +32,7 @@ pub mod record;
 pub mod report;
 pub mod scenario_file;
 pub mod scenarios;
+pub mod suggest;
 
 /// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock
 /// must not hide what was recorded.

@@ -184,6 +184,7 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
         assert_eq!(output.status.code(), Some(code), "{}", text(&output));
         assert_eq!(json["passed"], mode == "tolerant");
         assert_eq!(json["codex"], v.pinned.as_str());
+        assert_eq!(json["whole_session"], false, "a transcript is no recording");
         let table = String::from_utf8_lossy(&output.stdout);
         assert!(
             table.contains("mutation") && table.contains("exit-mid-turn"),
@@ -327,6 +328,8 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
                 .starts_with("recorded session")
         );
         assert_eq!(json["codex"], v.pinned.as_str());
+        // A recording of the user's own client: the whole session is asked for.
+        assert_eq!(json["whole_session"], true);
     }
     // The recorded session with its scenario file: run on codex for it, and on another
     // version for as:VERSION; a client that declines where the recording accepted fails.
@@ -347,6 +350,7 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
             .unwrap()
             .contains(&format!("on codex {}", v.pinned))
     );
+    assert_eq!(json["whole_session"], true, "the file `record` wrote");
     // A client that refuses the approval: its answer differs from the recorded one, and
     // from the scenario file's reply step.
     let refuse = sandbox.root.path().join("refuse.py");
@@ -377,4 +381,48 @@ async fn a_recorded_session_and_its_scenario_file_are_served_with_the_answers_ch
     }
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "client-check left processes: {left:?}");
+}
+
+/// A scenario file that fails on the codex it runs on still gives a session to serve, but
+/// one of a failed run: every row says so, not only a warning on stderr.
+#[test]
+fn a_scenario_file_that_failed_on_codex_is_said_on_every_row() {
+    let sandbox = Sandbox::with_real_baselines();
+    let file = sandbox.root.path().join("wrong.toml");
+    std::fs::write(
+        &file,
+        r#"name = "wrong_expectation"
+id = "W-1"
+summary = "expects an interrupted turn that completes"
+
+[[response]]
+events = [
+  { type = "response.created", response = { id = "r1" } },
+  { type = "response.output_item.done", item = { type = "message", role = "assistant", id = "m1", content = [{ type = "output_text", text = "hi" }] } },
+  { type = "response.completed", response = { id = "r1" } },
+]
+
+[[step]]
+do = "turn"
+input = "hello"
+expect = { status = "interrupted" }
+"#,
+    )
+    .unwrap();
+    let (output, rows, json) = check(
+        &sandbox,
+        &file,
+        "tolerant",
+        &["--mutations", "none,extra-field"],
+    );
+    assert_eq!(rows, passed(&["none", "extra-field"]), "{}", text(&output));
+    for row in json["rows"].as_array().unwrap() {
+        let notes = row["notes"].to_string();
+        assert!(
+            notes.contains("that failed on codex"),
+            "{}: {notes}",
+            row["mutation"]
+        );
+    }
+    sandbox.assert_clean("a failed scenario file as a source");
 }

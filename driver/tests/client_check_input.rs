@@ -22,6 +22,39 @@ const TURN: &str = r#"[
    "turn": {"id": "<turn-1>", "status": "completed"}}}
 ]"#;
 
+/// A plain turn whose text is streamed in two deltas before its item completes.
+const STREAMED: &str = r#"[
+  {"type": "response", "method": "initialize", "result": {"userAgent": "x"}},
+  {"type": "response", "method": "thread/start", "result": {"thread": {"id": "<thread-1>"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "item/agentMessage/delta", "params":
+   {"threadId": "<thread-1>", "itemId": "<id>", "delta": "Hello "}},
+  {"type": "notification", "method": "item/agentMessage/delta", "params":
+   {"threadId": "<thread-1>", "itemId": "<id>", "delta": "from the mock"}},
+  {"type": "notification", "method": "item/completed", "params": {"threadId": "<thread-1>",
+   "item": {"type": "agentMessage", "id": "<id>", "text": "Hello from the mock"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>", "status": "completed"}}}
+]"#;
+
+/// Two turns on one thread: the test client runs only the first.
+const TWO_TURNS: &str = r#"[
+  {"type": "response", "method": "initialize", "result": {"userAgent": "x"}},
+  {"type": "response", "method": "thread/start", "result": {"thread": {"id": "<thread-1>"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-1>", "status": "completed"}}},
+  {"type": "response", "method": "turn/start", "result": {"turn": {"id": "<turn-2>"}}},
+  {"type": "notification", "method": "turn/started", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-2>"}}},
+  {"type": "notification", "method": "turn/completed", "params": {"threadId": "<thread-1>",
+   "turn": {"id": "<turn-2>", "status": "completed"}}}
+]"#;
+
 /// Writes a transcript of one connection with `messages` (a JSON array's items).
 fn transcript(dir: &Path, name: &str, messages: &str) -> String {
     let path = dir.join(name);
@@ -95,6 +128,32 @@ fn bad_input_is_refused_naming_the_fix() {
         &go(&["client-check", "--from", &plain]),
         "no command to check",
     );
+    // Nothing that must pass is no check at all.
+    assert_exit_2_naming(
+        &go(&[
+            "client-check",
+            "--from",
+            &plain,
+            "--must-survive",
+            "",
+            "--",
+            "true",
+        ]),
+        "--must-survive names no mutation",
+    );
+    // Without `none`, every mutation run must pass: a client that never starts codex
+    // passed a check of `extra-field` alone (nothing had to survive).
+    let alone = go(&[
+        "client-check",
+        "--from",
+        &plain,
+        "--mutations",
+        "extra-field",
+        "--",
+        "true",
+    ]);
+    assert_eq!(alone.status.code(), Some(1), "{}", text(&alone));
+    assert!(text(&alone).contains("1 must survive"), "{}", text(&alone));
     // A client that never starts codex fails its row, saying how the shim is found.
     let output = go(&[
         "client-check",
@@ -158,7 +217,7 @@ fn a_client_that_leaves_its_process_group_leaves_nothing_running_and_fails() {
         "none must survive, and did: {all}"
     );
     assert!(all.contains("drop:turn/completed"), "{all}");
-    assert!(all.contains("left its process group (killed)"), "{all}");
+    assert!(all.contains("left COMMAND's process group"), "{all}");
     sandbox.assert_clean("an escaped client");
 }
 
@@ -217,4 +276,313 @@ fn a_written_transcript_meets_the_strict_client_as_its_code_predicts() {
     assert!(junit.contains("tests=\"6\" failures=\"0\""), "{junit}");
     assert!(report.join("runs/01-none/served/1.json").is_file());
     sandbox.assert_clean("client-check of a transcript");
+}
+
+/// The headline false green of issue 43: a `--report DIR` used before held the mock's
+/// records of that run, which the second check read as its own, so a program that never
+/// starts codex (`true`) passed. A directory holding another run's files is refused; with
+/// `--replace-report` its files are removed first and `true` fails as it should.
+#[test]
+fn a_reused_report_directory_never_passes_a_client_that_never_starts_codex() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let session = transcript(dir, "turn.json", TURN);
+    let report = dir.join("cc");
+    let go = |command: &[&str], extra: &[&str]| {
+        let mut args = vec![
+            "client-check",
+            "--from",
+            &session,
+            "--mutations",
+            "none",
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        args.push("--");
+        args.extend(command);
+        let mut cmd = sandbox.command(&args);
+        support::wait_with_timeout(
+            cmd.spawn().unwrap(),
+            Duration::from_secs(60),
+            "client-check",
+        )
+    };
+    let client = client();
+    let first = go(&["python3", &client, "strict"], &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(report.join("runs/01-none/served/1.json").is_file());
+    let again = go(&["true"], &[]);
+    assert_exit_2_naming(&again, "holds another run's files");
+    assert!(
+        text(&again).contains("--replace-report"),
+        "{}",
+        text(&again)
+    );
+    let replaced = go(&["true"], &["--replace-report"]);
+    assert_eq!(replaced.status.code(), Some(1), "{}", text(&replaced));
+    assert!(
+        text(&replaced).contains("never started `codex app-server`"),
+        "{}",
+        text(&replaced)
+    );
+    let json = std::fs::read_to_string(report.join("client-check.json")).unwrap();
+    assert!(json.contains("\"passed\": false"), "{json}");
+    assert!(!report.join("runs/01-none/served/1.json").exists());
+    sandbox.assert_clean("a reused report directory");
+}
+
+/// `client-check --report DIR … -- COMMAND` on `session`: the exit status, the output and
+/// `client-check.json`.
+fn check_json(
+    sandbox: &Sandbox,
+    session: &str,
+    extra: &[&str],
+    command: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let report = sandbox
+        .root
+        .path()
+        .join(format!("cc-{}", std::process::id() ^ rand_part()));
+    let mut args = vec![
+        "client-check",
+        "--from",
+        session,
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.push("--");
+    args.extend(command);
+    let mut cmd = sandbox.command(&args);
+    let output = support::wait_with_timeout(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(120),
+        "client-check",
+    );
+    let json = std::fs::read_to_string(report.join("client-check.json"))
+        .unwrap_or_else(|e| panic!("no client-check.json ({e}): {}", text(&output)));
+    (output, serde_json::from_str(&json).unwrap())
+}
+
+/// A number that differs from call to call.
+fn rand_part() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(1);
+    N.fetch_add(1, Ordering::Relaxed) << 20
+}
+
+/// Issue 43's false note: every timeout row said its app-server "left the process group",
+/// because the mock, killed with COMMAND's group, was looked for before it was gone. The
+/// group is now reaped first, and a mock in it is never called escaped.
+#[test]
+fn a_timeout_row_whose_group_is_reaped_names_no_escape() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "turn.json", TURN);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "drop:turn/completed", "--timeout-secs", "2"],
+        &["python3", &client, "strict"],
+    );
+    let row = &json["rows"][0];
+    assert_eq!(row["timed_out"], true, "{}", text(&output));
+    let reasons: Vec<&str> = row["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].starts_with("timed out after 2 s"), "{reasons:?}");
+    assert!(
+        !text(&output).contains("process group"),
+        "{}",
+        text(&output)
+    );
+    sandbox.assert_clean("a timed-out client");
+}
+
+/// The rows of `client-check.json` as (mutation, result).
+fn results(json: &serde_json::Value) -> Vec<(String, String)> {
+    json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("mutation"), s("result"))
+        })
+        .collect()
+}
+
+/// Issue 43's false green: a client whose text came out doubled under
+/// `duplicate:item/agentMessage/delta` passed on its exit status alone. Its output is now
+/// held against the `none` run's, and the difference is in the row and fails it; a client
+/// that prints the completed item's text passes.
+#[test]
+fn a_client_that_doubles_deltas_fails_with_the_difference_shown() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let mutations = "none,duplicate:item/agentMessage/delta,reorder";
+    let args = ["--mutations", mutations, "--must-survive", "all"];
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &args,
+        &["python3", &client, "tolerant", "--print-deltas"],
+    );
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    let row = &json["rows"][1];
+    assert_eq!(row["result"], "failed", "{all}");
+    assert_eq!(row["exit"], 0, "it exited 0: {all}");
+    let reason = row["reasons"][0].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "printed other output than with `none` (line 1: \"final: Hello Hello from the \
+         mockfrom the mock\" where `none` printed \"final: Hello from the mock\")"
+    );
+    assert!(
+        all.contains("Hello Hello from the mockfrom the mock"),
+        "{all}"
+    );
+    let (output, json) = check_json(&sandbox, &session, &args, &["python3", &client, "tolerant"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let passed = |m: &str| (m.to_string(), "passed".to_string());
+    assert_eq!(
+        results(&json),
+        vec![
+            passed("none"),
+            passed("duplicate:item/agentMessage/delta"),
+            passed("reorder")
+        ]
+    );
+    sandbox.assert_clean("a client that doubles deltas");
+}
+
+/// Issue 43's false note: a client that ends its app-server right after `turn/completed`
+/// was said, at random, to have stopped before the session's end (the mock counted the
+/// line after sending it). With the whole session asked for, such a note would fail it:
+/// every row passes.
+#[test]
+fn a_client_that_exits_right_after_turn_completed_went_through_the_whole_session() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &[
+            "--mutations",
+            "none,extra-field,slow:1,unknown-notification",
+            "--must-survive",
+            "all",
+            "--whole-session",
+        ],
+        &["python3", &client, "tolerant", "--kill-at-end"],
+    );
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert!(!all.contains("before the session's end"), "{all}");
+    assert_eq!(json["whole_session"], true);
+    assert!(results(&json).iter().all(|(_, r)| r == "passed"), "{all}");
+    sandbox.assert_clean("a client that kills its app-server at the end");
+}
+
+/// A client that runs one of the session's two turns and exits 0 did what `none`
+/// expects but not all of it: `stopped early`, a result of its own, which passes unless
+/// the whole session is asked for (`--whole-session`), where it fails naming where it
+/// stopped.
+#[test]
+fn a_client_that_stops_after_one_of_two_turns_stopped_early() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "two.json", TWO_TURNS);
+    let client = client();
+    let strict = ["python3", client.as_str(), "strict"];
+    let (output, json) = check_json(&sandbox, &session, &["--mutations", "none"], &strict);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert_eq!(json["rows"][0]["result"], "stopped-early", "{all}");
+    assert_eq!(json["whole_session"], false);
+    assert!(all.contains("stopped early"), "{all}");
+    assert!(
+        all.contains("stopped 3 step(s) before the session's end (next: the answer to turn/start)"),
+        "{all}"
+    );
+    assert!(all.contains("1 stopped early"), "{all}");
+    let whole = ["--mutations", "none", "--whole-session"];
+    let (output, json) = check_json(&sandbox, &session, &whole, &strict);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    assert_eq!(json["rows"][0]["result"], "failed", "{all}");
+    assert!(
+        json["rows"][0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("(next: the answer to turn/start) (--whole-session)"),
+        "{all}"
+    );
+    // A session of two app-servers, of which the client starts one.
+    let two = sandbox.root.path().join("two-servers.json");
+    let doc = format!(
+        r#"{{"codex": "0.171.0", "scenario": "s", "connections": [
+            {{"world": 1, "connection": 1, "messages": {TURN}}},
+            {{"world": 1, "connection": 2, "messages": {TURN}}}]}}"#
+    );
+    std::fs::write(&two, doc).unwrap();
+    let (output, json) = check_json(
+        &sandbox,
+        two.to_str().unwrap(),
+        &["--mutations", "none"],
+        &strict,
+    );
+    assert_eq!(
+        json["rows"][0]["result"],
+        "stopped-early",
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("started 1 of the session's 2 app-server(s)"),
+        "{}",
+        text(&output)
+    );
+    sandbox.assert_clean("a client that stops early");
+}
+
+/// `--mutations all` runs every mutation with its default argument, as the default list.
+#[test]
+fn mutations_all_is_the_whole_list() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "streamed.json", STREAMED);
+    let client = client();
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "all", "--timeout-secs", "3"],
+        &["python3", &client, "tolerant"],
+    );
+    let names: Vec<String> = results(&json).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "drop:turn/completed",
+            "duplicate:item/agentMessage/delta",
+            "unknown-notification",
+            "unknown-enum",
+            "extra-field",
+            "reorder",
+            "overloaded",
+            "exit-mid-turn",
+            "slow"
+        ],
+        "{}",
+        text(&output)
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    sandbox.assert_clean("--mutations all");
 }

@@ -222,3 +222,100 @@ async fn what_one_world_makes_is_invisible_in_the_next() {
     );
     next.finish().await.unwrap();
 }
+
+/// The directories above `dir` that hold what codex reads as a project's root or
+/// configuration (`.git`, `.codex`).
+fn project_markers_above(dir: &Path) -> Vec<String> {
+    dir.ancestors()
+        .skip(1)
+        .flat_map(|d| [d.join(".git"), d.join(".codex")])
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// Issue 43: a world's sandboxed command made codex's sandbox mount points `/tmp/.git` and
+/// `/tmp/.codex` for as long as it ran (`/tmp` is a writable root of the sandbox), and a
+/// concurrent world under `/tmp` then started its thread in a "project" whose untrusted
+/// configuration codex warned about (`configWarning`): a false FAIL of its golden transcript.
+/// A world's sandbox now writes only in roots of its own, so while one world's command runs,
+/// another world sees nothing above its workspace and gets no warning.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_command_in_one_world_is_invisible_to_a_concurrent_one() {
+    use codex_parity_sidecar::wire::events;
+    let target = support::pinned_target().await;
+    let settings = Settings::new(
+        SidecarLauncher::codex_parity(env!("CARGO_BIN_EXE_codex-parity")),
+        false,
+    );
+    let sandboxed = WorldOptions {
+        approval_policy: "never".into(),
+        sandbox_mode: "workspace-write".into(),
+        ..Default::default()
+    };
+    let mut busy = World::new(&target.binary, &settings, sandboxed.clone(), Arc::default())
+        .await
+        .unwrap();
+    // The command says it started, then waits for the test's word.
+    let command = "touch started; while [ ! -e release ]; do sleep 0.05; done";
+    busy.script(vec![
+        Scripted::sse(bodies::one_item_reply(
+            "resp-1",
+            events::exec_command_call("call-1", command),
+        )),
+        Scripted::sse(bodies::assistant_reply("resp-2", "done")),
+    ])
+    .await
+    .unwrap();
+    let app = busy.start().await.unwrap();
+    let (thread, _) = busy.start_thread(&app, json!({})).await.unwrap();
+    let turn = tokio::spawn({
+        let app = app.clone();
+        async move {
+            run_turn(
+                &app,
+                &thread,
+                vec![text("wait for the word")],
+                &TurnOptions::default(),
+            )
+            .await
+        }
+    });
+    let started = busy.workspace.join("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandboxed command never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // While it runs: another world, its thread started.
+    let mut other = World::new(&target.binary, &settings, sandboxed, Arc::default())
+        .await
+        .unwrap();
+    let seen = project_markers_above(&other.workspace);
+    let other_app = other.start().await.unwrap();
+    other.start_thread(&other_app, json!({})).await.unwrap();
+    let warnings: Vec<String> = other_app
+        .transcript()
+        .iter()
+        .filter(|m| m.method == "configWarning")
+        .map(|m| m.payload.to_string())
+        .filter(|w| w.contains(".codex") || w.to_lowercase().contains("project"))
+        .collect();
+    std::fs::write(busy.workspace.join("release"), "").unwrap();
+    let done = turn.await.unwrap().unwrap();
+    assert_eq!(done.final_response(), "done");
+    assert!(
+        seen.is_empty(),
+        "while a world's sandboxed command ran, another world had above its workspace: {seen:?}"
+    );
+    assert!(
+        warnings.is_empty(),
+        "the other world's codex warned about project configuration: {warnings:?}"
+    );
+    other.finish().await.unwrap();
+    busy.finish().await.unwrap();
+}

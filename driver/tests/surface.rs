@@ -273,6 +273,25 @@ fn a_real_runs_coverage_and_the_uses_it_exercised() {
         "{stdout}"
     );
 
+    // Issue 43: a typo'd method or field is no compatible change but a mistake of the
+    // file, named at its line with the closest name (exit 2).
+    let typo = write(
+        dir.path(),
+        "typo.txt",
+        "request thread/strat\nnotification item/completed item.tpye\n",
+    );
+    let out = surface(&["check", "--uses", &typo, "0.171.0", "0.171.0"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    for line in [
+        "typo.txt:1: request thread/strat: in neither schema (did you mean thread/start?)",
+        "typo.txt:2: notification item/completed item.tpye: in neither schema (did you mean \
+         item.type?)",
+    ] {
+        assert!(all.contains(line), "{line} not in {all}");
+    }
+    assert!(!all.contains("~ line"), "counted as compatible: {all}");
+
     // A run of another codex is refused, naming what it has.
     let out = surface(&[
         "check",

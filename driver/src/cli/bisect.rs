@@ -159,8 +159,10 @@ impl Prober {
             installed.as_secs_f64()
         );
         if let Some(failure) = &ran.failure {
-            let first = failure.lines().next().unwrap_or_default();
-            println!("         failed: {first}");
+            println!(
+                "         failed: {}",
+                codex_parity::report::headline(failure)
+            );
         }
         Ok(fingerprint)
     }

@@ -12,6 +12,7 @@ use codex_parity::client_check::checker::{self, CheckOptions};
 use codex_parity::client_check::mutation::{DEFAULT, Mutation};
 use codex_parity::client_check::serve;
 use codex_parity::client_check::source::Source;
+use codex_parity::report::destination;
 
 use super::one_codex::OneCodex;
 
@@ -26,20 +27,41 @@ pub(crate) struct ClientCheckArgs {
     from: PathBuf,
     /// The mutations to serve, each in a run of its own, comma-separated: none,
     /// drop:METHOD, duplicate:METHOD, unknown-notification, unknown-enum, extra-field,
-    /// reorder, overloaded, exit-mid-turn, slow[:MS], as:VERSION.
+    /// reorder, overloaded, exit-mid-turn, slow[:MS], as:VERSION; `all` is every one of
+    /// them with its default argument (the default list; as:VERSION is named on its own).
     #[arg(long, value_name = "LIST", default_value = DEFAULT)]
     mutations: String,
     /// The mutations the check fails without (comma-separated names, or `all`; default:
-    /// `none`, when it is among --mutations).
+    /// `none` when it is among --mutations, else `all`).
     #[arg(long, value_name = "LIST")]
     must_survive: Option<String>,
     /// Also write DIR/client-check.json, DIR/junit.xml and each mutation's run (its
     /// script, what the mock served, COMMAND's stdout and stderr) under DIR/runs/.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// With --report: remove the files an earlier check left in DIR first (without it, a
+    /// DIR holding files is refused, so that no earlier run's record is read as this one's).
+    #[arg(long, requires = "report")]
+    replace_report: bool,
     /// COMMAND's time limit per mutation; it and everything it started are killed after.
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
     timeout_secs: u64,
+    /// A client that ends before the session's end fails (its row is otherwise `stopped
+    /// early`, which passes). On by default when the source is a recording of your own
+    /// client (a `record --keep` directory, or a file `record` wrote).
+    #[arg(long, overrides_with = "no_whole_session")]
+    whole_session: bool,
+    /// A client may end before the session's end (`stopped early` passes), also for a
+    /// recording of your own client.
+    #[arg(long, overrides_with = "whole_session")]
+    no_whole_session: bool,
+    /// Leave lines of COMMAND's stdout that match this regular expression out when it is
+    /// held against what it printed for `none` (times, process ids; repeatable). Mutations
+    /// that should not change the output (duplicate:*, reorder, extra-field,
+    /// unknown-notification, slow) fail when it differs.
+    #[arg(long, value_name = "REGEX")]
+    ignore_output: Vec<String>,
     /// The codex a scenario-file source runs on.
     #[command(flatten)]
     codex: OneCodex,
@@ -51,20 +73,32 @@ pub(crate) struct ClientCheckArgs {
 /// Runs the check: exit 0 when every must-survive mutation passed, 1 when one did not.
 pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCode> {
     let mutations = Mutation::parse_list(&args.mutations).map_err(anyhow::Error::msg)?;
+    let ignore_output = args
+        .ignore_output
+        .iter()
+        .map(|r| regex::Regex::new(r).with_context(|| format!("--ignore-output {r:?}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     anyhow::ensure!(!mutations.is_empty(), "--mutations names no mutation");
     let names: Vec<String> = mutations.iter().map(Mutation::name).collect();
-    let default = names
-        .iter()
-        .any(|n| n == "none")
-        .then(|| "none".to_string());
+    // By default the unmutated replay must pass; without it, every mutation run must (a
+    // check where nothing must pass would pass whatever happened).
+    let default = if names.iter().any(|n| n == "none") {
+        "none"
+    } else {
+        "all"
+    };
     let must_survive: Vec<String> = args
         .must_survive
-        .or(default)
-        .unwrap_or_default()
+        .unwrap_or_else(|| default.to_string())
         .split(',')
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
+    anyhow::ensure!(
+        !must_survive.is_empty(),
+        "--must-survive names no mutation: a check where nothing must pass passes whatever \
+         happens; name some, or `all`, or leave it out (the default: none, else all)"
+    );
     for m in must_survive.iter().filter(|m| *m != "all") {
         let name = Mutation::parse(m).map_err(anyhow::Error::msg)?.name();
         anyhow::ensure!(
@@ -73,16 +107,27 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
             names.join(",")
         );
     }
+    if let Some(dir) = &args.report {
+        destination::prepare(dir, "--report", args.replace_report)?;
+    }
     let exe = std::env::current_exe().context("finding codex-parity's own path")?;
+    let source = Source::parse(&args.from)?;
+    let whole_session = match (args.whole_session, args.no_whole_session) {
+        (true, _) => true,
+        (_, true) => false,
+        _ => source.is_recording(),
+    };
     let options = CheckOptions {
-        source: Source::parse(&args.from)?,
+        source,
         codex: args.codex.binary(),
         mutations,
         must_survive,
-        timeout: Duration::from_secs(args.timeout_secs.max(1)),
+        timeout: Duration::from_secs(args.timeout_secs),
         command: args.command,
         exe,
         keep_in: args.report.as_ref().map(|d| d.join("runs")),
+        whole_session,
+        ignore_output,
     };
     let verdict = checker::check(&options).await?;
     print!("{}", verdict.table());

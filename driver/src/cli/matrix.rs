@@ -35,7 +35,7 @@ pub(crate) struct MatrixArgs {
     #[arg(long, value_name = "A..B")]
     pub(crate) releases: Option<String>,
     /// With --releases: only every Nth release, from A on (B always included).
-    #[arg(long, value_name = "N", requires = "releases")]
+    #[arg(long, value_name = "N", requires = "releases", value_parser = at_least_one)]
     pub(crate) every: Option<usize>,
     /// Run only scenarios whose name contains this text or whose catalogue id it names
     /// (`--filter A` runs group A, `--filter E1` E1 but not E15, `--filter E11` E11a-e);
@@ -46,8 +46,17 @@ pub(crate) struct MatrixArgs {
     #[command(flatten)]
     pub(crate) sources: ScenarioSources,
     /// Scenarios run at once (default: four per core, as memory allows at 400 MB a world).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub(crate) jobs: Option<usize>,
+}
+
+/// A count of at least 1 (`--jobs 0` would run nothing, or one at a time, unsaid).
+pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e} (a whole number, at least 1)")),
+    }
 }
 
 impl MatrixArgs {

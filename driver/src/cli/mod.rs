@@ -34,18 +34,25 @@ use sweep::{AuditArgs, SweepArgs};
 /// Does Codex X still behave the way your integration relies on? codex-parity runs parity
 /// scenarios against the real `codex app-server`, offline, with a mock Responses API.
 #[derive(Debug, Parser)]
-#[command(name = "codex-parity", version, about, long_about = None)]
+#[command(name = "codex-parity", version, about, long_about = None,
+          after_long_help = FIXTURES_HELP)]
 pub(crate) struct Cli {
-    /// The expectations to judge by (baselines, golden requests and transcripts), in the
-    /// layout of the repository's fixtures/ (expected/baselines.json, golden/VERSION/,
-    /// golden-transcripts/VERSION/), instead of those compiled into this binary; also
-    /// where --bless writes. Default: $CODEX_PARITY_FIXTURES, else the compiled-in ones
-    /// (--bless then writes into the checkout this binary was built from).
+    /// Judge by the expectations in DIR (a fixtures/ layout), where --bless writes too
+    /// (`codex-parity --help` says more)
     #[arg(long, global = true, value_name = "DIR")]
     fixtures: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
+
+/// What `--fixtures` is, said once, under the top-level help (every subcommand's help
+/// gives the option one line).
+const FIXTURES_HELP: &str = "\
+--fixtures DIR: the expectations to judge by (baselines, golden requests and transcripts),
+in the layout of the repository's fixtures/ (expected/baselines.json, golden/VERSION/,
+golden-transcripts/VERSION/), instead of those compiled into this binary; also where
+--bless writes. Default: $CODEX_PARITY_FIXTURES, else the compiled-in ones (--bless then
+writes into the checkout this binary was built from).";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -212,9 +219,13 @@ enum Command {
         /// Directories holding a results.json (or results.json files).
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
-        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here.
+        /// Write results.json, junit.xml, report.md and report.html of the joined matrix here
+        /// (a new or empty directory, not one of the inputs).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// With --report: remove the files an earlier report left in DIR first.
+        #[arg(long, requires = "report")]
+        replace_report: bool,
     },
     /// List the scenarios with their catalogue ids.
     ///
@@ -441,7 +452,11 @@ impl Cli {
                 let prune = prune.then_some(install::Prune { cache_max });
                 with_runtime(install::install_versions(versions, compare, sample, prune))
             }
-            Command::Merge { dirs, report } => with_runtime(merge::merge(dirs, report)),
+            Command::Merge {
+                dirs,
+                report,
+                replace_report,
+            } => with_runtime(merge::merge(dirs, report, replace_report)),
             Command::Run(args) => with_runtime(run::run(args)),
             Command::Record(args) => with_runtime(record::record(args)),
             Command::RecordRelay { session, args } => with_runtime(record::relay(session, args)),

@@ -12,7 +12,7 @@ use codex_parity::harness::shard::Shard;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::plan::events::Sink;
 use codex_parity::plan::{Options, Plan};
-use codex_parity::report::sinks;
+use codex_parity::report::{destination, sinks};
 
 use crate::cli::matrix::{MatrixArgs, binaries_for};
 
@@ -30,6 +30,10 @@ pub(crate) struct RunArgs {
     /// each scenario's transcript as transcripts/VERSION/SCENARIO.json.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// With --report: remove the files an earlier report left in DIR first (without it, a
+    /// DIR holding files is refused, so that no earlier run's file is read as this run's).
+    #[arg(long, requires = "report")]
+    replace_report: bool,
     /// Run only share K of N of the (scenario, binary) cells, chosen by a stable hash of
     /// each cell, so N CI machines can split the matrix; `merge` joins their results.
     #[arg(long, value_name = "K/N")]
@@ -142,6 +146,10 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// before any codex is installed or started, then the binaries.
 async fn build_plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let builder = Plan::builder(args.options())?;
+    args.matrix.sources.note_unread_baselines();
+    if let Some(dir) = &args.report {
+        destination::prepare(dir, "--report", args.replace_report)?;
+    }
     if !args.matrix.sources.dirs.is_empty() {
         eprintln!(
             "codex-parity: {} scenario(s) to run with the files of {}",

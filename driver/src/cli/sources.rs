@@ -8,13 +8,15 @@ use std::path::PathBuf;
 
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::plan::{Options, Plan};
+use codex_parity::scenario_file;
 
 /// The arguments that choose the scenarios and extra baselines.
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct ScenarioSources {
-    /// A directory of scenario files (*.toml, docs/scenario-files.md) run beside the
-    /// built-in scenarios (repeatable); a baselines.json in it is added to the baselines.
-    #[arg(long = "scenarios", value_name = "DIR")]
+    /// A directory of scenario files (*.toml, docs/scenario-files.md), or one such file,
+    /// run beside the built-in scenarios (repeatable); a directory's baselines.json is added
+    /// to the baselines (for a file alone, give it with --baselines).
+    #[arg(long = "scenarios", value_name = "DIR|FILE")]
     pub(crate) dirs: Vec<PathBuf>,
     /// Run the scenario files of --scenarios only, no built-in scenario.
     #[arg(long, requires = "dirs")]
@@ -33,6 +35,26 @@ impl ScenarioSources {
             only_files: self.only_files,
             baselines: self.baselines.clone(),
             ..options
+        }
+    }
+
+    /// Says on stderr which `baselines.json` beside a file named alone is not read (it
+    /// holds the entries of the file's neighbours too: `--baselines` adds it).
+    pub(crate) fn note_unread_baselines(&self) {
+        for file in self.dirs.iter().filter(|d| d.is_file()) {
+            let beside = file
+                .parent()
+                .map(|p| p.join(scenario_file::BASELINES))
+                .filter(|b| b.is_file() && !self.baselines.contains(b));
+            if let Some(b) = beside {
+                eprintln!(
+                    "codex-parity: {} is run alone: {} beside it is not read (add it with \
+                     --baselines {})",
+                    file.display(),
+                    b.display(),
+                    b.display()
+                );
+            }
         }
     }
 

@@ -22,7 +22,8 @@ pub(crate) enum SurfaceCommand {
     /// incompatible (a used method removed; a field it names gone, retyped or no longer
     /// required; an enum value of such a field removed; a new required params field of a
     /// request it makes; an exec event, field or value gone from the golden exec streams),
-    /// 0 otherwise, 2 when FILE cannot be read (naming the line) or a codex cannot be had.
+    /// 0 otherwise, 2 when FILE cannot be read (naming the line), names a method or field
+    /// neither schema has (a typo: the closest name is suggested) or a codex cannot be had.
     ///
     /// With --report DIR, the uses are also looked up in that run of B: each is either
     /// exercised by named behaviour scenarios (`=`) or only schema-checked (`?`).
@@ -76,12 +77,12 @@ pub(crate) async fn surface(command: SurfaceCommand) -> anyhow::Result<ExitCode>
 }
 
 async fn check(
-    uses: &Path,
+    uses_file: &Path,
     from: &str,
     to: &str,
     report: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let uses = surface::read_uses(uses)?;
+    let uses = surface::read_uses(uses_file)?;
     // The run is read before any codex is fetched: a wrong directory fails fast.
     let run = report.map(codex_parity::report::read_dir).transpose()?;
     let (cache, progress) = (Cache::from_env()?, StderrProgress::new());
@@ -100,6 +101,21 @@ async fn check(
             uses_coverage::render(&dir.display().to_string(), label, &list)
         );
     }
+    // A use naming what neither codex has is a mistake of the file, not a compatible
+    // change: said with the closest name, and a usage error.
+    let unknown: Vec<String> = changes
+        .iter()
+        .filter(|c| c.unknown)
+        .map(|c| format!("{}:{}: {}", uses_file.display(), c.line, c.text))
+        .collect();
+    anyhow::ensure!(
+        unknown.is_empty(),
+        "{} use(s) name what neither {} nor {} has (a typo?):\n{}",
+        unknown.len(),
+        a.label(),
+        b.label(),
+        unknown.join("\n")
+    );
     Ok(if changes.iter().any(|c| c.incompatible) {
         ExitCode::from(1)
     } else {

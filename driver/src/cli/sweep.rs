@@ -6,8 +6,11 @@
 //! Each release runs as a child `codex-parity run` (its own process, so a release that
 //! crashes or hangs codex costs only its own cell), with `CODEX_PARITY_CACHE_MAX` set so
 //! that each install evicts the least recently used releases. A release already in `--out`
-//! is not run again: a sweep stopped half way goes on where it stopped.
+//! is not run again: a sweep stopped half way goes on where it stopped. Kept results of
+//! other scenarios (a sweep with another `--filter`) are not this sweep's: such a release is
+//! swept again.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,6 +22,7 @@ use codex_parity::codex::versions;
 use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::expectations::Expectations;
 use codex_parity::harness::pending;
+use codex_parity::plan::{Options, Plan};
 use codex_parity::report::{self, Matrix, audit};
 
 use crate::cli::run::stop_signal;
@@ -34,14 +38,15 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "A..B")]
     releases: Option<String>,
     /// Where each release's results go (DIR/VERSION/results.json, and the run's output in
-    /// DIR/VERSION/run.log); releases already there are not run again.
+    /// DIR/VERSION/run.log); releases already there are not run again, unless their results
+    /// hold other scenarios (a sweep with another --filter).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Keep the codex cache under this size while sweeping (bytes, or with K, M, G, T).
     #[arg(long, value_name = "SIZE", default_value = DEFAULT_CACHE_MAX)]
     cache_max: String,
     /// Scenarios run at once in each release's run (default: as `run`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::matrix::at_least_one)]
     jobs: Option<usize>,
     /// Only the scenarios this selects, as `run --filter` (a group letter, an id, a name
     /// part): a new group swept on its own; the audit then judges those alone.
@@ -100,24 +105,36 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         args.out.display(),
         args.cache_max
     );
+    let selected = selected_scenarios(args.filter.as_deref())?;
     let started = Instant::now();
     let mut peak_cache = 0u64;
     for (i, version) in releases.iter().enumerate() {
         let dir = args.out.join(version);
         let n = format!("[{}/{}]", i + 1, releases.len());
         if dir.join(report::FILES[0]).is_file() {
-            eprintln!("sweep {n} {version}: already swept ({})", dir.display());
-            continue;
+            match kept_elsewise(&dir, &selected) {
+                None => {
+                    eprintln!("sweep {n} {version}: already swept ({})", dir.display());
+                    continue;
+                }
+                Some(why) => eprintln!("sweep {n} {version}: swept again: {why}"),
+            }
         }
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // The log is kept beside the release's report while it runs (the report directory
+        // is the run's own, `--replace-report` emptying what a stopped sweep left there) and
+        // moved into it at the end.
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        let running_log = args.out.join(format!(".{version}.run.log"));
         let log = dir.join("run.log");
-        let log_file =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let log_file = std::fs::File::create(&running_log)
+            .with_context(|| format!("creating {}", running_log.display()))?;
         let mut cmd = tokio::process::Command::new(&exe);
         cmd.arg("run")
             .args(["--codex-version", version])
             .arg("--report")
             .arg(&dir)
+            .arg("--replace-report")
             .env(install::CACHE_MAX_ENV, &args.cache_max)
             .stdin(std::process::Stdio::null())
             .stdout(log_file.try_clone().context("sharing the log file")?)
@@ -143,9 +160,13 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 let _ = child.wait().await;
                 eprintln!("codex-parity: sweep stopped at {version}; its partial results were not kept");
                 let _ = std::fs::remove_dir_all(&dir);
+                let _ = std::fs::remove_file(&running_log);
                 return Ok(ExitCode::from(code));
             }
         };
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::rename(&running_log, &log)
+            .with_context(|| format!("moving {} into {}", running_log.display(), dir.display()))?;
         let cached: u64 = install::cached_releases(&cache)?
             .iter()
             .map(|r| r.bytes)
@@ -205,6 +226,41 @@ pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode>
         args.bless,
         &shown,
     )
+}
+
+/// The names of the scenarios a sweep with `filter` runs on each release.
+fn selected_scenarios(filter: Option<&str>) -> anyhow::Result<BTreeSet<String>> {
+    let options = Options {
+        filter: filter.map(str::to_string),
+        ..Options::default()
+    };
+    let builder = Plan::builder(options)?;
+    Ok(builder
+        .scenarios()
+        .iter()
+        .map(|s| s.name.to_string())
+        .collect())
+}
+
+/// Why the results kept in `dir` are not this sweep's (`None`: they are): another
+/// `--filter`, or another catalogue, ran there. Such a release is swept again rather than
+/// audited with scenarios missing or foreign.
+fn kept_elsewise(dir: &Path, selected: &BTreeSet<String>) -> Option<String> {
+    let kept: BTreeSet<String> = match report::read_dir(dir) {
+        Ok(m) => m.rows.into_iter().map(|r| r.name).collect(),
+        Err(e) => return Some(format!("its results cannot be read ({e:#})")),
+    };
+    if &kept == selected {
+        return None;
+    }
+    let missing = selected.difference(&kept).count();
+    let extra = kept.difference(selected).count();
+    Some(format!(
+        "its results hold {} scenario(s), this sweep runs {} ({missing} missing there, {extra} \
+         not run here: another --filter or catalogue)",
+        kept.len(),
+        selected.len()
+    ))
 }
 
 /// A sweep directory stands for its VERSION sub-directories; anything else for itself.

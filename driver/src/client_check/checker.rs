@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::client_check::mutation::{Expect, Mutation};
+use crate::client_check::output;
 use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
 use crate::client_check::served::{self, Served};
@@ -40,6 +41,11 @@ pub struct CheckOptions {
     /// Where each mutation's run is kept (its script, what was served, COMMAND's output);
     /// `None`: a temporary directory, removed at the end.
     pub keep_in: Option<PathBuf>,
+    /// Whether a client that ends before the session's end fails (else its row is
+    /// `stopped early`, which passes).
+    pub whole_session: bool,
+    /// Lines of COMMAND's stdout left out when it is held against `none`'s.
+    pub ignore_output: Vec<regex::Regex>,
 }
 
 /// Runs the check (see the module docs).
@@ -65,6 +71,9 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
         .clone()
         .unwrap_or_else(|| temp.path().to_path_buf());
     let world = base.join("world");
+    if world.exists() {
+        std::fs::remove_dir_all(&world).with_context(|| format!("emptying {}", world.display()))?;
+    }
     std::fs::create_dir_all(world.join("workspace"))
         .with_context(|| format!("creating {}", world.display()))?;
     let recorded = o.source.script(None, &o.codex, &world).await?;
@@ -74,8 +83,13 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             o.source.describe()
         );
     }
-    let mut rows = Vec::new();
-    for (n, mutation) in o.mutations.iter().enumerate() {
+    let mut rows: Vec<Option<Row>> = vec![None; o.mutations.len()];
+    // `none` first: the others' output is held against its own.
+    let mut order: Vec<usize> = (0..o.mutations.len()).collect();
+    order.sort_by_key(|&n| o.mutations[n] != Mutation::None);
+    let mut reference = Reference::NotRun;
+    for n in order {
+        let mutation = &o.mutations[n];
         let name = mutation.name();
         let must = o.must_survive.iter().any(|m| *m == name || m == "all");
         let served = match mutation {
@@ -88,12 +102,21 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             Err(why) => Row::not_applicable(&name, mutation.expect(), must, why),
             Ok(script) => {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
+                let said = script.notes.clone();
                 let ran = run_one(o, &dir, script).await?;
-                judge(mutation, must, &ran)
+                let mut row = judge(mutation, must, &ran, o, &reference);
+                row.notes.extend(said);
+                if *mutation == Mutation::None {
+                    reference = match row.result {
+                        RowResult::Passed => Reference::Printed(ran.stdout),
+                        _ => Reference::Failed,
+                    };
+                }
+                row
             }
         };
         eprintln!("codex-parity: {}", row.line());
-        rows.push(row);
+        rows[n] = Some(row);
     }
     Ok(Verdict {
         source: recorded.origin,
@@ -104,8 +127,19 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         timeout_secs: o.timeout.as_secs(),
-        rows,
+        whole_session: o.whole_session,
+        rows: rows.into_iter().flatten().collect(),
     })
+}
+
+/// What the other mutations' output is held against: what COMMAND printed for `none`.
+enum Reference {
+    /// `none` is not among the mutations.
+    NotRun,
+    /// `none` did not pass: its output is no reference.
+    Failed,
+    /// `none` passed, printing this on stdout.
+    Printed(String),
 }
 
 /// A mutation's name as a directory name.
@@ -146,13 +180,22 @@ struct Ran {
     escaped: Vec<usize>,
     /// Its stderr.
     stderr: String,
+    /// Its stdout.
+    stdout: String,
+    /// How many app-server connections the session has.
+    connections: usize,
 }
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
 /// pauses `slow` adds, so that a slow session never times out by itself.
 async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Result<Ran> {
+    // Only this run's records may judge it: nothing of an earlier check in the same place.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let limit = o.timeout + Duration::from_millis(script.gap_ms * script.len() as u64);
+    let connections = script.connections.len();
     script.deadline_ms = serve::now_ms() + limit.as_millis() as u64 + 5000;
     script.write(&serve::script_path(dir))?;
     let bin = dir.join("bin");
@@ -197,7 +240,15 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.wait().await;
-    let escaped = stop_escaped(dir).await;
+    // Only once the group is gone is a mock still running one that left it.
+    let group = group.map(|g| g.as_raw_nonzero().get());
+    if let Some(group) = group {
+        let deadline = Instant::now() + REAPED;
+        while Instant::now() < deadline && group_lives(group) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let escaped = stop_escaped(dir, group).await;
     Ok(Ran {
         status,
         seconds,
@@ -205,25 +256,61 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         served: served::read_all(dir),
         escaped,
         stderr: std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
+        stdout: std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default(),
+        connections,
     })
 }
+
+/// How long COMMAND's process group may take to be gone after its SIGKILL.
+const REAPED: Duration = Duration::from_secs(5);
 
 /// The records of mocks that have not ended and whose process still runs (`None`: the
 /// records cannot be read).
 fn running(dir: &Path) -> Option<Vec<Served>> {
-    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
     let all = served::read_all(dir).ok()?;
     Some(
         all.into_iter()
-            .filter(|s| s.ended.is_none() && s.pid != 0 && alive(s.pid))
+            .filter(|s| s.ended.is_none() && s.pid != 0 && lives(s.pid))
             .collect(),
     )
 }
 
-/// Kills the mocks still running after COMMAND's process group was (they and whatever
-/// started them left it, e.g. by `setsid`), with their own process group; their launches.
-async fn stop_escaped(dir: &Path) -> Vec<usize> {
-    let left = running(dir).unwrap_or_default();
+/// The state and process group of process `pid`, from `/proc/PID/stat`.
+fn stat(pid: &str) -> Option<(String, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_string();
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
+}
+
+/// Whether a process is alive: it exists and is not a zombie (dead, waiting to be reaped).
+fn lives(pid: u32) -> bool {
+    stat(&pid.to_string()).is_some_and(|(state, _)| !matches!(state.as_str(), "Z" | "X"))
+}
+
+/// Whether a live process of process group `group` is left.
+fn group_lives(group: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        stat(&name.to_string_lossy())
+            .is_some_and(|(state, g)| g == group && !matches!(state.as_str(), "Z" | "X"))
+    })
+}
+
+/// Kills the mocks still running once COMMAND's process group is gone: they left it (they
+/// or whatever started them, e.g. by `setsid`), so they are killed with their own process
+/// group; their launches. A mock whose record names COMMAND's group is never one of them.
+async fn stop_escaped(dir: &Path, group: Option<i32>) -> Vec<usize> {
+    let left: Vec<Served> = running(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| Some(s.pgid as i32) != group)
+        .collect();
     for s in &left {
         for (pid, group) in [(s.pgid, true), (s.pid, false)] {
             if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
@@ -241,16 +328,24 @@ async fn stop_escaped(dir: &Path) -> Vec<usize> {
     left.iter().map(|s| s.launch).collect()
 }
 
-/// The row of one run: passed or failed against what the mutation expects, with why.
-fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
+/// The row of one run: passed, stopped early or failed against what the mutation expects,
+/// with why; a mutation that should not change the output is held against `reference`.
+fn judge(
+    mutation: &Mutation,
+    must: bool,
+    ran: &Ran,
+    o: &CheckOptions,
+    reference: &Reference,
+) -> Row {
     use std::os::unix::process::ExitStatusExt;
     let (name, expect) = (mutation.name(), mutation.expect());
     let mut failures = Vec::new();
     let mut notes = Vec::new();
     let served: &[Served] = match &ran.served {
         Ok(all) => all,
+        // Nothing can be said of a run whose records cannot be read: no pass.
         Err(e) => {
-            notes.push(format!("what the mock saw cannot be read: {e:#}"));
+            failures.push(format!("what the mock saw cannot be read: {e:#}"));
             &[]
         }
     };
@@ -283,8 +378,8 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
     }
     if !ran.escaped.is_empty() {
         failures.push(format!(
-            "app-server launch(es) {:?} still ran after COMMAND exited: they left its process \
-             group (killed)",
+            "app-server launch(es) {:?} left COMMAND's process group and still ran after the \
+             group was gone (killed)",
             ran.escaped
         ));
     }
@@ -304,6 +399,17 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
         }
         failures.extend(all(|s| &s.answers_differ));
         failures.extend(all(|s| &s.foreign_threads));
+        if mutation.keeps_output() {
+            match reference {
+                Reference::Printed(none) => {
+                    failures.extend(output::difference(none, &ran.stdout, &o.ignore_output))
+                }
+                Reference::NotRun => {
+                    notes.push("output not compared: `none` is not among --mutations".into())
+                }
+                Reference::Failed => notes.push("output not compared: `none` did not pass".into()),
+            }
+        }
     } else if let Some(c) = code {
         notes.push(format!("ended with status {c}"));
     }
@@ -330,25 +436,43 @@ fn judge(mutation: &Mutation, must: bool, ran: &Ran) -> Row {
         notes.push(format!("{what}: {}", items.join("; ")));
     }
     let cut = |s: &&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
-    for s in served
+    let mut early: Vec<String> = served
         .iter()
         .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
-    {
-        notes.push(format!(
-            "app-server {}: stopped {} step(s) before the session's end (next: {})",
-            s.launch,
-            s.not_reached,
-            s.next.as_deref().unwrap_or("-")
+        .map(|s| {
+            format!(
+                "app-server {}: stopped {} step(s) before the session's end (next: {})",
+                s.launch,
+                s.not_reached,
+                s.next.as_deref().unwrap_or("-")
+            )
+        })
+        .collect();
+    if ran.status.is_some() && !served.is_empty() && served.len() < ran.connections {
+        early.push(format!(
+            "started {} of the session's {} app-server(s)",
+            served.len(),
+            ran.connections
         ));
+    }
+    // A client that copes but ends before the session does is a result of its own; with
+    // the whole session asked for, it fails.
+    let stopped_early = expect == Expect::Survive && !early.is_empty();
+    if stopped_early && o.whole_session {
+        failures.extend(early.into_iter().map(|e| format!("{e} (--whole-session)")));
+    } else {
+        notes.extend(early);
     }
     Row {
         mutation: name,
         expect,
         must_survive: must,
-        result: if failures.is_empty() {
-            RowResult::Passed
-        } else {
+        result: if !failures.is_empty() {
             RowResult::Failed
+        } else if stopped_early {
+            RowResult::StoppedEarly
+        } else {
+            RowResult::Passed
         },
         exit: code,
         timed_out: ran.status.is_none(),

@@ -166,8 +166,7 @@ impl<'a, W: Write> Mock<'a, W> {
                         params: params.clone(),
                         extra: extra.clone(),
                     };
-                    self.send(&message)?;
-                    self.cursor += 1;
+                    self.step_out(&message)?;
                 }
                 Step::Ask {
                     id,
@@ -185,8 +184,7 @@ impl<'a, W: Write> Mock<'a, W> {
                         method: method.clone(),
                         params: params.clone(),
                     };
-                    self.send(&message)?;
-                    self.cursor += 1;
+                    self.step_out(&message)?;
                 }
                 Step::Overload => self.cursor += 1,
                 Step::Exit { code } => {
@@ -334,15 +332,31 @@ impl<'a, W: Write> Mock<'a, W> {
         self.send(&message)
     }
 
+    /// Sends the message of the step at the cursor, which moves past it first (so that the
+    /// record saved before the line goes out has it sent).
+    fn step_out(&mut self, message: &Message) -> std::io::Result<()> {
+        self.cursor += 1;
+        let sent = self.send(message);
+        if sent.is_err() {
+            self.cursor -= 1;
+        }
+        sent
+    }
+
+    /// Sends one line. The record counts it, and is saved, before the line goes out: a client
+    /// may end its app-server as soon as it has read the line (the turn's end), and the
+    /// record must then say the line was sent.
     fn send(&mut self, message: &Message) -> std::io::Result<()> {
         if !self.gap.is_zero() {
             std::thread::sleep(self.gap);
         }
-        writeln!(self.out, "{}", message.to_line())?;
-        self.out.flush()?;
         self.served.sent += 1;
         self.snapshot();
-        Ok(())
+        let written = writeln!(self.out, "{}", message.to_line()).and_then(|()| self.out.flush());
+        if written.is_err() {
+            self.served.sent -= 1;
+        }
+        written
     }
 
     /// Brings the record's view of the stream up to date and saves it.
@@ -355,11 +369,17 @@ impl<'a, W: Write> Mock<'a, W> {
                 _ => None,
             })
             .collect();
-        let rest = &self.steps[self.cursor.min(self.steps.len())..];
+        // What is left: the steps from the cursor on that were not served (an answer given
+        // out of order was) and that send or answer something.
+        let rest: Vec<&Step> = (self.cursor.min(self.steps.len())..self.steps.len())
+            .filter(|&i| !self.consumed[i])
+            .map(|i| &self.steps[i])
+            .filter(|s| s.method().is_some())
+            .collect();
         s.not_reached = rest.len();
         s.next = rest
-            .iter()
-            .find_map(|s| s.method().map(|m| format!("{} {m}", kind(s))));
+            .first()
+            .and_then(|s| s.method().map(|m| format!("{} {m}", kind(s))));
         (self.save)(&self.served);
     }
 
@@ -527,6 +547,98 @@ mod tests {
         let served = c.close();
         assert_eq!(served.unmatched, vec!["model/list"]);
         assert_eq!((served.sent, served.not_reached), (7, 0));
+    }
+
+    /// The mock's stdout, recording for each line what the record saved before it said.
+    struct Watched {
+        saved: std::sync::Arc<std::sync::Mutex<Served>>,
+        seen: std::sync::Arc<std::sync::Mutex<Vec<(String, usize, usize)>>>,
+        lines: mpsc::Sender<Value>,
+        buf: Vec<u8>,
+    }
+
+    impl Write for Watched {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.buf.extend_from_slice(buf);
+            while let Some(n) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=n).collect();
+                let value: Value = serde_json::from_slice(&line).unwrap();
+                let saved = self.saved.lock().unwrap().clone();
+                let what = value["method"].as_str().unwrap_or("answer").to_string();
+                self.seen
+                    .lock()
+                    .unwrap()
+                    .push((what, saved.sent, saved.not_reached));
+                let _ = self.lines.send(value);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 43's false note: a client that ends its app-server as soon as it has read
+    /// `turn/completed` was reported as stopped before it, because the mock counted and
+    /// saved the line after sending it. The record saved before each line now has it.
+    #[test]
+    fn each_line_is_in_the_saved_record_before_it_goes_out() {
+        let steps = turn();
+        let saved = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (to, lines) = mpsc::channel();
+        let (tx, from) = mpsc::channel();
+        let out = Watched {
+            saved: saved.clone(),
+            seen: seen.clone(),
+            lines: tx,
+            buf: Vec::new(),
+        };
+        let keep = saved.clone();
+        let done = std::thread::spawn(move || {
+            let mut mock = Mock::new(
+                &steps,
+                BTreeSet::new(),
+                Duration::ZERO,
+                out,
+                Served::default(),
+                Box::new(move |s: &Served| *keep.lock().unwrap() = s.clone()),
+            );
+            mock.run(&lines, Instant::now() + Duration::from_secs(20))
+        });
+        let ask = |id: i64, method: &str| {
+            let line = json!({"id": id, "method": method, "params": {"threadId": "t1"}});
+            to.send(Some(line.to_string())).unwrap();
+        };
+        let next = || {
+            from.recv_timeout(Duration::from_secs(3))
+                .expect("a message")
+        };
+        ask(1, "initialize");
+        next();
+        ask(2, "thread/start");
+        next();
+        next();
+        ask(3, "turn/start");
+        for _ in 0..3 {
+            next();
+        }
+        to.send(None).unwrap();
+        done.join().unwrap();
+        let seen = seen.lock().unwrap().clone();
+        for (n, (what, sent, _)) in seen.iter().enumerate() {
+            assert_eq!(
+                *sent,
+                n + 1,
+                "{what}: the saved record had {sent} line(s) sent"
+            );
+        }
+        let last = seen.last().unwrap();
+        assert_eq!(
+            (last.0.as_str(), last.2),
+            ("turn/completed", 0),
+            "the session's end is in the record before its last line goes out"
+        );
     }
 
     #[test]

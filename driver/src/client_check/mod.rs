@@ -5,11 +5,13 @@
 //! normalised transcript concrete ids); each [`mutation::Mutation`] changes it, and
 //! [`checker`] runs COMMAND once per mutation with a `codex` that is the mock app-server of
 //! [`serve`] (its state in [`mock`], what it saw in [`served`]). [`verdict`] judges and
-//! reports the runs.
+//! reports the runs; [`output`] holds what COMMAND printed against what it printed for
+//! `none`.
 
 pub mod checker;
 pub mod mock;
 pub mod mutation;
+pub mod output;
 pub mod placeholders;
 pub mod script;
 pub mod serve;

@@ -62,7 +62,10 @@ impl Expect {
     }
 }
 
-/// The mutations run when `--mutations` is not given.
+/// The word for every mutation in `--mutations` and `--must-survive`.
+pub const ALL: &str = "all";
+
+/// The mutations run when `--mutations` is not given (and what `all` stands for).
 pub const DEFAULT: &str = "none,drop:turn/completed,duplicate:item/agentMessage/delta,\
 unknown-notification,unknown-enum,extra-field,reorder,overloaded,exit-mid-turn,slow";
 
@@ -99,19 +102,44 @@ impl Mutation {
                 return Err(format!(
                     "unknown mutation `{text}`: the mutations are none, drop:METHOD, \
                      duplicate:METHOD, unknown-notification, unknown-enum, extra-field, \
-                     reorder, overloaded, exit-mid-turn, slow[:MS] and as:VERSION"
+                     reorder, overloaded, exit-mid-turn, slow[:MS] and as:VERSION, or `all`"
                 ));
             }
         })
     }
 
-    /// A comma-separated list of mutations.
+    /// A comma-separated list of mutations, in order, each once; `all` stands for
+    /// [`DEFAULT`] (every mutation with its default argument; `as:VERSION` is named on its
+    /// own).
     pub fn parse_list(text: &str) -> Result<Vec<Mutation>, String> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(Mutation::parse)
-            .collect()
+        let mut out: Vec<Mutation> = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let more = if word == ALL {
+                Mutation::parse_list(DEFAULT)?
+            } else {
+                vec![Mutation::parse(word)?]
+            };
+            for m in more {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a client that copes prints what it printed for `none`: the session says the
+    /// same, only delivered otherwise (a message twice, another order, an unknown field or
+    /// notification, pauses). Its stdout is then held against `none`'s.
+    pub fn keeps_output(&self) -> bool {
+        matches!(
+            self,
+            Mutation::Duplicate(_)
+                | Mutation::Reorder
+                | Mutation::ExtraField
+                | Mutation::UnknownNotification
+                | Mutation::Slow(_)
+        )
     }
 
     /// The mutation as `--mutations` names it.
@@ -501,6 +529,21 @@ mod tests {
         };
         assert_eq!(params["arguments"], json!({"value": 41}));
         assert!(params.get(EXTRA_FIELD).is_some());
+    }
+
+    #[test]
+    fn all_stands_for_the_default_list_and_each_mutation_runs_once() {
+        let all = Mutation::parse_list("all").unwrap();
+        assert_eq!(all, Mutation::parse_list(DEFAULT).unwrap());
+        let more = Mutation::parse_list("none,all,as:0.161.0,none").unwrap();
+        assert_eq!(more.len(), all.len() + 1);
+        assert_eq!(more[0], Mutation::None);
+        assert_eq!(more.last(), Some(&Mutation::As("0.161.0".into())));
+        assert!(Mutation::Duplicate("x".into()).keeps_output());
+        assert!(Mutation::Reorder.keeps_output());
+        assert!(!Mutation::None.keeps_output());
+        assert!(!Mutation::Drop("x".into()).keeps_output());
+        assert!(!Mutation::As("0.161.0".into()).keeps_output());
     }
 
     #[test]

@@ -109,6 +109,10 @@ pub struct Script {
     /// When the mock exits whatever happens, in milliseconds since the epoch (no orphan
     /// outlives it).
     pub deadline_ms: u64,
+    /// What the source says of the session itself (a scenario file that failed on the codex
+    /// it ran on): said on every row served from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Script {

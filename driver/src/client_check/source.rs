@@ -27,6 +27,9 @@ use crate::scenario_file::matching;
 use crate::scenario_file::steps::Step as FileStep;
 use crate::scenario_file::steps::reply::ReplyStep;
 
+/// How a scenario file `codex-parity record` wrote begins.
+pub const RECORDED_MARK: &str = "# Recorded by `codex-parity record`";
+
 /// A session to serve.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
@@ -70,6 +73,19 @@ impl Source {
             Some("json") => Ok(Source::Transcript(path.to_path_buf())),
             Some("jsonl") => Ok(Source::RelayLog(path.to_path_buf())),
             _ => bail!("{} is none of {kinds}", path.display()),
+        }
+    }
+
+    /// Whether it is a recording of the integrator's own client: a `record --keep`
+    /// directory, or a scenario file `record` wrote (its first line says so). The same client
+    /// is then expected to go through the whole session (`--whole-session`'s default).
+    pub fn is_recording(&self) -> bool {
+        match self {
+            Source::RelayLog(_) => true,
+            Source::Transcript(_) => false,
+            Source::ScenarioFile(path) => {
+                std::fs::read_to_string(path).is_ok_and(|text| text.starts_with(RECORDED_MARK))
+            }
         }
     }
 
@@ -227,6 +243,7 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
     )
     .await?;
     let ran = session.run(&scenario).await;
+    let mut failed = None;
     match &ran.outcome {
         Outcome::NotApplicable(why) => {
             bail!(
@@ -235,12 +252,17 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
                 binary.version
             )
         }
-        Outcome::Failed(why) => eprintln!(
-            "codex-parity: warning: {} failed on codex {} ({}); serving what codex sent anyway",
-            path.display(),
-            binary.version,
-            why.lines().next().unwrap_or_default()
-        ),
+        Outcome::Failed(why) => {
+            let note = format!(
+                "the session served is of a run of {} that failed on codex {} ({}): what \
+                 codex sent anyway",
+                path.display(),
+                binary.version,
+                why.lines().next().unwrap_or_default()
+            );
+            eprintln!("codex-parity: warning: {note}");
+            failed = Some(note);
+        }
         _ => {}
     }
     let connections: Vec<Vec<Sent>> = ran.transcripts.into_iter().map(|c| c.messages).collect();
@@ -257,6 +279,7 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
             *expected = replies.get(method.as_str()).cloned();
         }
     }
+    script.notes.extend(failed);
     Ok(script)
 }
 
@@ -320,6 +343,14 @@ mod tests {
             Source::parse(&p.join("kept")).unwrap(),
             Source::RelayLog(p.join("kept/session"))
         );
+        // A recording of the integrator's own client: the kept directory, or the file
+        // `record` wrote; not another scenario file, not a transcript.
+        assert!(Source::parse(&p.join("kept")).unwrap().is_recording());
+        assert!(!Source::ScenarioFile(p.join("s.toml")).is_recording());
+        let recorded = format!("{RECORDED_MARK} on 2026-12-01 from: python3 c.py\n");
+        std::fs::write(p.join("r.toml"), recorded).unwrap();
+        assert!(Source::ScenarioFile(p.join("r.toml")).is_recording());
+        assert!(!Source::Transcript(p.join("t.json")).is_recording());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The verdict of a `client-check`: one [`Row`] per mutation (what COMMAND did and whether
 //! that passes what the mutation expects), shown as a table, written as
 //! `client-check.json` and `junit.xml`. The check passes when every mutation marked
-//! must-survive passed; one that did not apply is not a pass.
+//! must-survive passed (or, unless the whole session is asked for, stopped early); one that
+//! did not apply is not a pass.
 
 use std::fmt::Write;
 
@@ -16,6 +17,9 @@ use crate::report::{escape, escape_attr};
 pub enum RowResult {
     /// COMMAND did what the mutation expects.
     Passed,
+    /// It did what the mutation expects but ended before the session's end, which passes
+    /// unless the whole session is asked for (`--whole-session`: the row then fails).
+    StoppedEarly,
     /// It did not (the reasons say how).
     Failed,
     /// The session has nothing this mutation changes (the reason says why).
@@ -27,6 +31,7 @@ impl RowResult {
     pub fn word(self) -> &'static str {
         match self {
             RowResult::Passed => "passed",
+            RowResult::StoppedEarly => "stopped early",
             RowResult::Failed => "FAILED",
             RowResult::NotApplicable => "n/a",
         }
@@ -55,7 +60,8 @@ pub struct Row {
     pub launches: usize,
     /// Why it failed (or why the mutation did not apply).
     pub reasons: Vec<String>,
-    /// What else was seen: requests the session does not answer, answers never asked for.
+    /// What else was seen: requests the session does not answer, answers never asked for,
+    /// where a client that stopped early stopped.
     pub notes: Vec<String>,
 }
 
@@ -88,10 +94,15 @@ impl Row {
             self.result.word(),
             secs(self.seconds)
         );
-        if let Some(first) = self.reasons.first() {
+        if let Some(first) = self.reasons.first().or(self.notes.first()) {
             let _ = write!(line, ": {first}");
         }
         line
+    }
+
+    /// Whether it counts as a pass of a must-survive mutation.
+    pub fn passes(&self) -> bool {
+        matches!(self.result, RowResult::Passed | RowResult::StoppedEarly)
     }
 
     fn exit_word(&self) -> String {
@@ -119,6 +130,8 @@ pub struct Verdict {
     pub command: Vec<String>,
     /// The time limit per mutation.
     pub timeout_secs: u64,
+    /// Whether a client that stops before the session's end fails (`--whole-session`).
+    pub whole_session: bool,
     /// One per mutation, in order.
     pub rows: Vec<Row>,
 }
@@ -126,10 +139,7 @@ pub struct Verdict {
 impl Verdict {
     /// Whether every must-survive mutation passed.
     pub fn passed(&self) -> bool {
-        self.rows
-            .iter()
-            .filter(|r| r.must_survive)
-            .all(|r| r.result == RowResult::Passed)
+        self.rows.iter().filter(|r| r.must_survive).all(Row::passes)
     }
 
     /// The table for the terminal.
@@ -141,9 +151,16 @@ impl Verdict {
             .max()
             .unwrap_or(8)
             .max(8);
+        let result = self
+            .rows
+            .iter()
+            .map(|r| r.result.word().len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
         let mut out = format!(
             "client-check: `{}` against {} (codex {})\n\n\
-             {:<width$}  {:<7}  {:<4}  {:<6}  {:<7}  {:>6}  why / notes\n",
+             {:<width$}  {:<7}  {:<4}  {:<result$}  {:<7}  {:>6}  why / notes\n",
             self.command.join(" "),
             self.source,
             self.codex,
@@ -159,7 +176,7 @@ impl Verdict {
             why.extend(r.notes.iter().map(String::as_str));
             let _ = writeln!(
                 out,
-                "{:<width$}  {:<7}  {:<4}  {:<6}  {:<7}  {:>6}  {}",
+                "{:<width$}  {:<7}  {:<4}  {:<result$}  {:<7}  {:>6}  {}",
                 r.mutation,
                 r.expect.word(),
                 if r.must_survive { "yes" } else { "" },
@@ -169,7 +186,7 @@ impl Verdict {
                 why.first().copied().unwrap_or("")
             );
             for more in why.iter().skip(1) {
-                let _ = writeln!(out, "{:<w$}  {more}", "", w = width + 42);
+                let _ = writeln!(out, "{:<w$}  {more}", "", w = width + result + 36);
             }
         }
         let count = |k: RowResult| self.rows.iter().filter(|r| r.result == k).count();
@@ -177,14 +194,15 @@ impl Verdict {
         let missed: Vec<&str> = self
             .rows
             .iter()
-            .filter(|r| r.must_survive && r.result != RowResult::Passed)
+            .filter(|r| r.must_survive && !r.passes())
             .map(|r| r.mutation.as_str())
             .collect();
         let _ = writeln!(
             out,
-            "\n{} passed, {} failed, {} not applicable; {} must survive (--must-survive), \
-             {}: {}",
+            "\n{} passed, {} stopped early, {} failed, {} not applicable; {} must survive \
+             (--must-survive), {}{}: {}",
             count(RowResult::Passed),
+            count(RowResult::StoppedEarly),
             count(RowResult::Failed),
             count(RowResult::NotApplicable),
             must,
@@ -192,6 +210,11 @@ impl Verdict {
                 "all passed".to_string()
             } else {
                 format!("{} did not pass ({})", missed.len(), missed.join(", "))
+            },
+            if self.whole_session {
+                "; the whole session asked for (--whole-session)"
+            } else {
+                ""
             },
             if self.passed() { "PASS" } else { "FAIL" }
         );
@@ -212,7 +235,7 @@ impl Verdict {
         let failures = self
             .rows
             .iter()
-            .filter(|r| r.must_survive && r.result != RowResult::Passed)
+            .filter(|r| r.must_survive && !r.passes())
             .count();
         let skipped = self
             .rows
@@ -306,6 +329,7 @@ mod tests {
             codex: "0.171.0".into(),
             command: vec!["client".into()],
             timeout_secs: 30,
+            whole_session: false,
             rows,
         }
     }
@@ -320,8 +344,8 @@ mod tests {
         let table = v.table();
         assert!(
             table.contains(
-                "1 passed, 1 failed, 0 not applicable; 1 must survive (--must-survive), \
-                 all passed: PASS"
+                "1 passed, 0 stopped early, 1 failed, 0 not applicable; 1 must survive \
+                 (--must-survive), all passed: PASS"
             ),
             "{table}"
         );
@@ -352,5 +376,32 @@ mod tests {
         assert_eq!(json["passed"], false);
         assert_eq!(json["rows"][1]["result"], "failed");
         assert_eq!(json["rows"][1]["expect"], "survive");
+    }
+
+    #[test]
+    fn a_client_that_stopped_early_is_a_result_of_its_own_that_passes() {
+        let mut early = row("none", RowResult::StoppedEarly, true);
+        early.reasons.clear();
+        early.exit = Some(0);
+        early.notes = vec!["app-server 1: stopped 4 step(s) before the session's end".into()];
+        let v = verdict(vec![early]);
+        assert!(v.passed());
+        let table = v.table();
+        assert!(table.contains("yes   stopped early"), "{table}");
+        assert!(
+            table.contains("0 passed, 1 stopped early, 0 failed"),
+            "{table}"
+        );
+        assert!(
+            v.rows[0]
+                .line()
+                .contains("stopped early (0.5 s): app-server 1")
+        );
+        let json: serde_json::Value = serde_json::from_str(&v.json().unwrap()).unwrap();
+        assert_eq!(json["rows"][0]["result"], "stopped-early");
+        assert!(
+            v.junit()
+                .contains("<system-out>stopped early\napp-server 1")
+        );
     }
 }

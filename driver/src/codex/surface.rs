@@ -20,7 +20,9 @@
 //! Incompatible (exit 1): a used method removed; a field it names gone, retyped, or no
 //! longer required (it may be absent now); an enum value of a named field's type removed; a
 //! new required params field of a request it makes. Compatible changes (a new enum value, a
-//! new optional params field) are printed too.
+//! new optional params field) are printed too. A method or field in neither schema is no
+//! change at all but a mistake of the file (a typo, `thread/strat`): it is *unknown*, with
+//! the closest name either schema has.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -287,6 +289,56 @@ impl Surface {
         Some((ty, rest))
     }
 
+    /// The methods of a kind of message this schema has.
+    fn methods(&self, kind: UseKind) -> Box<dyn Iterator<Item = &str> + '_> {
+        match kind {
+            UseKind::Request => Box::new(self.requests.keys().map(String::as_str)),
+            UseKind::Notification => Box::new(self.notifications.keys().map(String::as_str)),
+            UseKind::ServerRequest => Box::new(self.server_requests.keys().map(String::as_str)),
+            UseKind::ExecEvent => Box::new(
+                self.exec
+                    .iter()
+                    .flat_map(|e| e.events.keys().map(String::as_str)),
+            ),
+        }
+    }
+
+    /// The field paths of a use's message as the use would write them, as deep as `like`
+    /// (and one more), each with the same prefix (`params.`, `result.` or none): what a
+    /// mistyped path is held against.
+    fn field_paths(&self, kind: UseKind, method: &str, like: &str) -> Vec<String> {
+        let depth = like.split('.').count() + 1;
+        let roots: Vec<(&str, Option<String>)> = match kind {
+            UseKind::Request => match self.requests.get(method) {
+                Some((params, result)) => {
+                    vec![("params.", params.clone()), ("result.", result.clone())]
+                }
+                None => Vec::new(),
+            },
+            UseKind::ExecEvent => Vec::new(),
+            UseKind::Notification | UseKind::ServerRequest => {
+                let map = if kind == UseKind::Notification {
+                    &self.notifications
+                } else {
+                    &self.server_requests
+                };
+                let prefix = if like.starts_with("params.") {
+                    "params."
+                } else {
+                    ""
+                };
+                vec![(prefix, map.get(method).cloned().flatten())]
+            }
+        };
+        let mut out = Vec::new();
+        for (prefix, ty) in roots {
+            if let Some(ty) = ty {
+                paths(&self.schema, &ty, prefix, depth, &mut out);
+            }
+        }
+        out
+    }
+
     /// The field a use's path names, if this schema has it.
     pub fn field(&self, kind: UseKind, method: &str, path: &str) -> Option<Field> {
         let (ty, rest) = self.root(kind, method, path)?;
@@ -365,6 +417,33 @@ fn resolve(schema: &Schema, ty: &str, path: &[&str]) -> Option<Field> {
     None
 }
 
+/// The most field paths [`Surface::field_paths`] lists (a schema's types nest deep).
+const MAX_PATHS: usize = 20_000;
+
+/// Every field path below type `ty`, each after `prefix`, down to `depth` dotted parts:
+/// through named types, arrays, nullables and the variants of unions, as [`resolve`] goes.
+fn paths(schema: &Schema, ty: &str, prefix: &str, depth: usize, out: &mut Vec<String>) {
+    let Some(def) = schema.types.get(ty) else {
+        return;
+    };
+    let maps = std::iter::once(&def.fields).chain(def.variants.values());
+    for fields in maps {
+        for (name, field) in fields {
+            if out.len() >= MAX_PATHS {
+                return;
+            }
+            let path = format!("{prefix}{name}");
+            let parts = path.split('.').count();
+            out.push(path.clone());
+            if parts < depth {
+                for inner in named_types(&field.ty, schema) {
+                    paths(schema, inner, &format!("{path}."), depth, out);
+                }
+            }
+        }
+    }
+}
+
 /// One change between two binaries that touches a use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
@@ -372,6 +451,8 @@ pub struct Change {
     pub line: usize,
     /// Whether an integration that uses this breaks.
     pub incompatible: bool,
+    /// Whether the use names what neither schema has (a typo, most likely): not a change.
+    pub unknown: bool,
     /// What changed, for people.
     pub text: String,
 }
@@ -384,9 +465,11 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
             out.push(Change {
                 line: u.line,
                 incompatible,
+                unknown: false,
                 text,
             })
         };
+        let mut unknown = Vec::new();
         let what = format!("{} {}", u.kind.word(), u.method);
         if u.kind == UseKind::ExecEvent {
             for (incompatible, text) in exec_changes(u, old, new) {
@@ -400,8 +483,11 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
                 continue;
             }
             (false, false) => {
-                push(false, format!("{what}: in neither schema"));
-                continue;
+                let known = old.methods(u.kind).chain(new.methods(u.kind));
+                unknown.push(format!(
+                    "{what}: in neither schema{}",
+                    crate::suggest::hint(&u.method, known)
+                ));
             }
             (false, true) => push(false, format!("{what}: new in {}", new.label)),
             (true, true) => {}
@@ -411,11 +497,33 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
                 push(true, format!("{what}: {text}"));
             }
         }
-        for field in &u.fields {
-            for (incompatible, text) in field_changes(u, field, old, new) {
+        for field in unknown
+            .is_empty()
+            .then_some(&u.fields)
+            .into_iter()
+            .flatten()
+        {
+            let changes = field_changes(u, field, old, new);
+            if changes.is_empty() && old.field(u.kind, &u.method, field).is_none() {
+                let paths: BTreeSet<String> = [old, new]
+                    .iter()
+                    .flat_map(|s| s.field_paths(u.kind, &u.method, field))
+                    .collect();
+                unknown.push(format!(
+                    "{what} {field}: in neither schema{}",
+                    crate::suggest::hint(field, paths.iter().map(String::as_str))
+                ));
+            }
+            for (incompatible, text) in changes {
                 push(incompatible, format!("{what} {field}: {text}"));
             }
         }
+        out.extend(unknown.into_iter().map(|text| Change {
+            line: u.line,
+            incompatible: false,
+            unknown: true,
+            text,
+        }));
     }
     out
 }
@@ -440,7 +548,16 @@ fn exec_changes(u: &Use, old: &Surface, new: &Surface) -> Vec<(bool, String)> {
     };
     let (was, now) = (before.events.get(&u.method), after.events.get(&u.method));
     match (was, now) {
-        (None, None) => return vec![(false, ": in neither release's exec streams".into())],
+        (None, None) => {
+            let seen = before.events.keys().chain(after.events.keys());
+            return vec![(
+                false,
+                format!(
+                    ": in neither release's exec streams{}",
+                    crate::suggest::hint(&u.method, seen.map(String::as_str))
+                ),
+            )];
+        }
         (Some(_), None) => return vec![(true, format!(": gone (seen in {})", before.from))],
         (None, Some(_)) => return vec![(false, format!(": new in {}", new.label))],
         (Some(_), Some(_)) => {}
@@ -484,7 +601,7 @@ fn field_changes(u: &Use, path: &str, old: &Surface, new: &Surface) -> Vec<(bool
         new.field(u.kind, &u.method, path),
     );
     let (before, after) = match (before, after) {
-        (None, None) => return vec![(false, "in neither schema".into())],
+        (None, None) => return Vec::new(),
         (None, Some(_)) => return vec![(false, format!("new in {}", new.label))],
         (Some(b), None) => return vec![(true, format!("gone ({} in {})", b.ty, old.label))],
         (Some(b), Some(a)) => (b, a),
@@ -539,14 +656,24 @@ pub fn render(uses: &[Use], changes: &[Change], old: &Surface, new: &Surface) ->
         uses.len()
     );
     for c in changes {
-        let mark = if c.incompatible { "!" } else { "~" };
+        let mark = match (c.unknown, c.incompatible) {
+            (true, _) => "?",
+            (_, true) => "!",
+            _ => "~",
+        };
         let _ = writeln!(text, "  {mark} line {}: {}", c.line, c.text);
     }
     let broken = changes.iter().filter(|c| c.incompatible).count();
+    let unknown = changes.iter().filter(|c| c.unknown).count();
     let _ = writeln!(
         text,
-        "{broken} incompatible change(s), {} compatible",
-        changes.len() - broken
+        "{broken} incompatible change(s), {} compatible{}",
+        changes.len() - broken - unknown,
+        if unknown > 0 {
+            format!(", {unknown} use(s) naming what neither schema has (?)")
+        } else {
+            String::new()
+        }
     );
     text
 }
@@ -688,6 +815,49 @@ mod tests {
             found
                 .iter()
                 .any(|(i, t)| !i && t.contains("\"paused\" new"))
+        );
+    }
+
+    /// Issue 43: a typo'd method or field counted as a compatible change. It is now
+    /// unknown, with the closest name either schema has.
+    #[test]
+    fn a_typo_is_unknown_with_the_closest_name() {
+        let uses = parse_uses(
+            "request thread/strat\nnotification item/completed item.txet\n\
+             request thread/start result.thread.stauts params.cwd\n",
+        )
+        .unwrap();
+        let changes = check(&uses, &old(), &new());
+        let unknown: Vec<(usize, &str)> = changes
+            .iter()
+            .filter(|c| c.unknown)
+            .map(|c| (c.line, c.text.as_str()))
+            .collect();
+        assert_eq!(
+            unknown,
+            [
+                (
+                    1,
+                    "request thread/strat: in neither schema (did you mean thread/start?)"
+                ),
+                (
+                    2,
+                    "notification item/completed item.txet: in neither schema (did you mean \
+                     item.text?)"
+                ),
+                (
+                    3,
+                    "request thread/start result.thread.stauts: in neither schema (did you \
+                     mean result.thread.status?)"
+                ),
+            ]
+        );
+        assert!(changes.iter().all(|c| !(c.unknown && c.incompatible)));
+        let text = render(&uses, &changes, &old(), &new());
+        assert!(text.contains("  ? line 1: request thread/strat"), "{text}");
+        assert!(
+            text.contains("3 use(s) naming what neither schema has (?)"),
+            "{text}"
         );
     }
 

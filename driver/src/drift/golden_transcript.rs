@@ -8,7 +8,9 @@
 //! golden file that covers its release (that of the nearest release at or below it: a file
 //! holds until the next release that has its own, see [`crate::harness::expectations`]) by
 //! [`crate::drift::transcript_diff`] shape (messages, counts, order, fields and their JSON
-//! types, enum values; not texts or ids): any difference fails the run with the lines.
+//! types, enum values; not texts or ids): any difference fails the scenario's cell
+//! ([`judge`], as each record comes in), with the lines, so the matrix, its totals and the
+//! reports count it like any other failure.
 //! `codex-parity run --bless` proposes the files instead (pending until `codex-parity
 //! review` accepts them), from the scenarios that ran to their end, only for a release
 //! whose shape differs from the file already covering it.
@@ -21,6 +23,7 @@ use serde_json::Value;
 use crate::drift::transcript::{self, document};
 use crate::drift::transcript_diff::{changes, shape};
 use crate::harness::expectations::Expectations;
+use crate::harness::outcome::Outcome;
 use crate::harness::pending;
 use crate::harness::runner::Record;
 
@@ -93,49 +96,59 @@ pub fn compare(expectations: &Expectations, record: &Record) -> anyhow::Result<O
     }))
 }
 
-/// Compares every record that has a golden file: the text to print, and whether all
-/// matched (a release older than every golden file is said, not failed).
-pub fn check_all(
-    expectations: &Expectations,
-    records: &[Record],
-) -> anyhow::Result<(String, bool)> {
-    let (mut text, mut ok) = (String::new(), true);
+/// Judges one record by the golden transcript covering its release: a record whose
+/// transcript differs from it is failed, the reason naming the file and each change (as
+/// the matrix counts every failure, a golden file's among them). Returns whether it failed.
+pub fn judge(expectations: &Expectations, record: &mut Record) -> bool {
+    let why = match compare(expectations, record) {
+        Ok(Some(Compared::Differs(file, from, lines))) => {
+            let since = if from == version_of(record) {
+                String::new()
+            } else {
+                format!(", recorded on {from}")
+            };
+            let mut why = format!(
+                "golden transcript {file}{since} differs ({} change(s); review, then bless with \
+                 codex-parity run --codex-version {} --bless --filter {})",
+                lines.len(),
+                version_of(record),
+                record.scenario
+            );
+            for line in lines {
+                why.push_str(&format!("\n    {line}"));
+            }
+            why
+        }
+        Ok(_) => return false,
+        Err(e) => format!("golden transcript cannot be compared: {e:#}"),
+    };
+    // A record compared ran to its end: it failed, if at all, on drift the baselines do not
+    // list, which stays said after.
+    record.outcome = Outcome::Failed(match &record.outcome {
+        Outcome::Failed(before) => format!("{why}\nand: {before}"),
+        _ => why.clone(),
+    });
+    record.failure = Some(why);
+    true
+}
+
+/// The records of listed scenarios on a release older than every golden file: one line
+/// each, saying how to make one (not a failure).
+pub fn missing(expectations: &Expectations, records: &[Record]) -> anyhow::Result<String> {
+    let mut text = String::new();
     for r in records {
-        match compare(expectations, r)? {
-            None | Some(Compared::Matched(_)) => {}
-            Some(Compared::Missing) => text.push_str(&format!(
+        if let Some(Compared::Missing) = compare(expectations, r)? {
+            text.push_str(&format!(
                 "golden transcript: none for {} at or below codex {} yet (codex-parity run \
                  --codex-version {} --bless --filter {})\n",
                 r.scenario,
                 version_of(r),
                 version_of(r),
                 r.scenario
-            )),
-            Some(Compared::Differs(file, from, lines)) => {
-                ok = false;
-                let since = if from == version_of(r) {
-                    String::new()
-                } else {
-                    format!(", recorded on {from}")
-                };
-                // `FAIL name[label]` as the matrix says it: CI re-runs such a cell alone.
-                text.push_str(&format!(
-                    "FAIL {}[{}]: golden transcript {file}{since} differs ({} change(s); \
-                     review, then bless with codex-parity run --codex-version {} --bless \
-                     --filter {}):\n",
-                    r.scenario,
-                    r.label,
-                    lines.len(),
-                    version_of(r),
-                    r.scenario
-                ));
-                for line in lines {
-                    text.push_str(&format!("    {line}\n"));
-                }
-            }
+            ));
         }
     }
-    Ok((text, ok))
+    Ok(text)
 }
 
 /// Proposes the golden files of the listed scenarios that ran to the end for the
@@ -171,7 +184,6 @@ mod tests {
 
     use super::*;
     use crate::app_server::transcript::{Sent, SentKind};
-    use crate::harness::outcome::Outcome;
     use crate::harness::tally::Connection;
 
     fn record(status: &str) -> Record {
@@ -231,14 +243,18 @@ mod tests {
             compare(&e, &record("completed")).unwrap(),
             Some(Compared::Matched(_))
         ));
-        let (text, ok) = check_all(&e, &[record("interrupted")]).unwrap();
-        assert!(!ok);
+        let mut differs = record("interrupted");
+        assert!(judge(&e, &mut differs));
+        let Outcome::Failed(text) = &differs.outcome else {
+            panic!("not failed: {:?}", differs.outcome)
+        };
         assert!(text.contains("value \"interrupted\""), "{text}");
-        assert!(
-            text.starts_with("FAIL streaming_deltas[codex-0.171.0]: "),
-            "{text}"
-        );
+        assert!(text.starts_with("golden transcript "), "{text}");
         assert!(text.contains("--bless --filter streaming_deltas"), "{text}");
+        assert_eq!(differs.failure.as_deref(), Some(text.as_str()));
+        let mut same = record("completed");
+        assert!(!judge(&e, &mut same));
+        assert_eq!(same.outcome, Outcome::Passed);
         let mut unlisted = record("completed");
         unlisted.scenario = "other";
         unlisted.golden = crate::harness::scenario::GoldenKinds::default();
@@ -252,16 +268,20 @@ mod tests {
             Some(Compared::Matched(_))
         ));
         assert!(bless(d, std::slice::from_ref(&later)).unwrap().is_empty());
-        later.label = "codex-0.173.0".into();
-        let (text, _) = check_all(
-            &e,
-            &[{
-                let mut r = record("interrupted");
-                r.label = "codex-0.173.0".into();
-                r
-            }],
-        )
-        .unwrap();
-        assert!(text.contains("recorded on 0.171.0"), "{text}");
+        let mut r = record("interrupted");
+        r.label = "codex-0.173.0".into();
+        assert!(judge(&e, &mut r));
+        assert!(
+            format!("{:?}", r.outcome).contains("recorded on 0.171.0"),
+            "{:?}",
+            r.outcome
+        );
+        let mut old = record("completed");
+        old.label = "codex-0.131.0".into();
+        assert!(
+            missing(&e, &[old])
+                .unwrap()
+                .contains("none for streaming_deltas")
+        );
     }
 }

@@ -277,6 +277,33 @@ impl Baselines {
         })
     }
 
+    /// Fails naming every entry whose `scenario` is none of `known` (a typo, or a scenario
+    /// renamed or removed): such an entry judges nothing, and the drift it was meant for
+    /// would fail as unlisted with no word on why.
+    pub fn check_scenarios(&self, known: &[&str]) -> anyhow::Result<()> {
+        let unknown: Vec<String> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !known.contains(&e.scenario.as_str()))
+            .map(|(i, e)| {
+                format!(
+                    "entry #{i} ({} {}) names no scenario{}",
+                    e.scenario,
+                    e.key,
+                    crate::suggest::hint(&e.scenario, known.iter().copied())
+                )
+            })
+            .collect();
+        anyhow::ensure!(
+            unknown.is_empty(),
+            "{}: {} (`codex-parity list --scenarios DIR` shows the scenarios)",
+            self.source,
+            unknown.join("; ")
+        );
+        Ok(())
+    }
+
     /// The baseline of `version`: the entries that apply to it.
     pub fn for_version(&self, version: &str) -> Baseline {
         Baseline {

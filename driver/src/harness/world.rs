@@ -426,6 +426,18 @@ impl World {
                 home_template::NOWHERE
             ));
         }
+        // The sandbox's writable roots are the world's own (its workspace and its TMPDIR),
+        // never the shared `/tmp`: codex's Linux sandbox makes mount points (`.git`,
+        // `.codex`) in each writable root while a command runs, and in `/tmp`, above every
+        // world, a concurrent world's codex took them for a project's root and untrusted
+        // configuration. Left to the scenario when its own config names the table.
+        if !o
+            .extra_config
+            .iter()
+            .any(|l| l.contains("sandbox_workspace_write"))
+        {
+            text.push_str("sandbox_workspace_write.exclude_slash_tmp = true\n");
+        }
         for line in &o.extra_config {
             text.push_str(line);
             text.push('\n');

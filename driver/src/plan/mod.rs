@@ -168,6 +168,21 @@ impl Plan {
         let builtins = scenarios::registry();
         let names: Vec<&str> = builtins.iter().map(|s| s.name).collect();
         let loaded = scenario_file::load_dirs(&options.scenario_dirs, &names)?;
+        // Every baselines file is read now, before any codex runs, and each entry must name
+        // a scenario: a built-in one or one of the files, whatever the filter.
+        let known: Vec<&str> = names
+            .iter()
+            .copied()
+            .chain(loaded.scenarios.iter().map(|s| s.name))
+            .collect();
+        let mut baselines = options.baselines.clone();
+        baselines.extend(loaded.baselines.iter().cloned());
+        Baselines::builtin()?.check_scenarios(&known)?;
+        for file in &baselines {
+            Baselines::read(file)
+                .with_context(|| format!("reading the baselines {}", file.display()))?
+                .check_scenarios(&known)?;
+        }
         let mut scenarios = if options.only_files {
             Vec::new()
         } else {
@@ -175,6 +190,12 @@ impl Plan {
         };
         scenarios.extend(loaded.scenarios);
         if let Some(f) = &options.filter {
+            anyhow::ensure!(
+                f.split(',').any(|part| !part.trim().is_empty()),
+                "--filter {f:?} selects nothing by name, id or group (an unset shell variable?): \
+                 give one, e.g. --filter A or --filter streaming (`codex-parity list` shows \
+                 them), or leave --filter out to run every scenario"
+            );
             scenarios.retain(|s| s.matches(f));
             anyhow::ensure!(
                 !scenarios.is_empty(),
@@ -184,8 +205,6 @@ impl Plan {
         if options.bless {
             Expectations::current()?.bless_dir()?;
         }
-        let mut baselines = options.baselines.clone();
-        baselines.extend(loaded.baselines);
         Ok(PlanBuilder {
             options,
             scenarios,
@@ -270,10 +289,12 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("baselines.json"), "{\"expected\": []}").unwrap();
+        let extra = dir.path().join("extra.json");
+        std::fs::write(&extra, "{\"expected\": []}").unwrap();
         let files = Plan::builder(Options {
             scenario_dirs: vec![dir.path().to_path_buf()],
             only_files: true,
-            baselines: vec!["extra.json".into()],
+            baselines: vec![extra.clone()],
             ..Options::default()
         })
         .unwrap();
@@ -281,11 +302,42 @@ mod tests {
         assert_eq!(names, ["mine"]);
         assert_eq!(
             files.baselines,
-            [
-                PathBuf::from("extra.json"),
-                dir.path().join("baselines.json")
-            ]
+            [extra.clone(), dir.path().join("baselines.json")]
         );
+        // An empty filter (an unset shell variable) selects nothing, said before anything.
+        for empty in ["", " , "] {
+            let err = Plan::builder(Options {
+                filter: Some(empty.into()),
+                ..Options::default()
+            })
+            .unwrap_err();
+            assert!(
+                format!("{err:#}").contains("an unset shell variable?"),
+                "{err:#}"
+            );
+        }
+        // A baselines entry naming no scenario is refused before anything runs.
+        let entry = |scenario: &str| {
+            format!(
+                "{{\"expected\": [{{\"scenario\": \"{scenario}\", \"key\": \"k\", \"observed\": 1, \
+                 \"versions\": [\">=0.1.0\"], \"reason\": \"r\", \"contradicts\": false}}]}}"
+            )
+        };
+        std::fs::write(&extra, entry("mnie")).unwrap();
+        let with = |extra: &PathBuf| Options {
+            scenario_dirs: vec![dir.path().to_path_buf()],
+            baselines: vec![extra.clone()],
+            ..Options::default()
+        };
+        let err = format!("{:#}", Plan::builder(with(&extra)).unwrap_err());
+        assert!(
+            err.contains("entry #0 (mnie k) names no scenario (did you mean mine?)"),
+            "{err}"
+        );
+        std::fs::write(&extra, entry("streaming_deltas")).unwrap();
+        Plan::builder(with(&extra)).unwrap();
+        std::fs::write(&extra, entry("mine")).unwrap();
+        Plan::builder(with(&extra)).unwrap();
     }
 
     #[test]

@@ -1,13 +1,18 @@
 //! Running a [`Plan`]: every cell, so many at once, until the end or a stop, each
 //! scenario's progress told to the sinks as typed [`Event`]s on the task that runs the
-//! plan; the run's verdict is the worst of the sinks'.
+//! plan; each record judged by its golden transcript before any sink sees it; the run's
+//! verdict is the worst of the sinks'.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::mpsc;
 
-use crate::harness::runner::{self, Finished, Progress};
+use crate::drift::golden_transcript;
+use crate::harness::expectations::Expectations;
+use crate::harness::outcome::Outcome;
+use crate::harness::runner::{self, Finished, Progress, Record};
 use crate::plan::Plan;
 use crate::plan::events::{Event, Sink, Verdict};
 
@@ -56,11 +61,33 @@ impl Plan {
             on_progress,
             stop,
         );
-        let forward = |sinks: &mut [Box<dyn Sink>], progress: Progress| match &progress {
-            Progress::Started { scenario, label } => {
-                emit(sinks, Event::ScenarioStarted { scenario, label })
+        // Each record is judged by its golden transcript as it comes in (not with --bless,
+        // which writes them), so that the progress, the matrix and its totals count such a
+        // failure like any other.
+        let golden = (!self.options.bless).then(Expectations::current);
+        let mut judged: HashMap<(&'static str, String), Record> = HashMap::new();
+        let mut forward = |sinks: &mut [Box<dyn Sink>], progress: Progress| match progress {
+            Progress::Started { scenario, label } => emit(
+                sinks,
+                Event::ScenarioStarted {
+                    scenario,
+                    label: &label,
+                },
+            ),
+            Progress::Finished(mut record) => {
+                match &golden {
+                    Some(Ok(expectations)) => {
+                        golden_transcript::judge(expectations, &mut record);
+                    }
+                    Some(Err(e)) if record.golden.transcript => {
+                        record.outcome =
+                            Outcome::Failed(format!("golden transcripts cannot be read: {e:#}"));
+                    }
+                    _ => {}
+                }
+                emit(sinks, Event::ScenarioFinished(&record));
+                judged.insert((record.scenario, record.label.clone()), *record);
             }
-            Progress::Finished(record) => emit(sinks, Event::ScenarioFinished(record)),
         };
         tokio::pin!(running);
         let finished = loop {
@@ -73,6 +100,12 @@ impl Plan {
         // What the last scenarios sent before the runner returned.
         while let Ok(progress) = rx.try_recv() {
             forward(sinks, progress);
+        }
+        let mut finished = finished;
+        for r in &mut finished.records {
+            if let Some(j) = judged.remove(&(r.scenario, r.label.clone())) {
+                *r = j;
+            }
         }
         let stopped = stopped.load(Ordering::SeqCst);
         emit(

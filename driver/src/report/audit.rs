@@ -243,8 +243,7 @@ pub fn audit(
         };
         cell.outcome = baseline.judge(&cell.scenario, cell.failure.clone(), cell.drift.clone());
         if let Outcome::Failed(why) = &cell.outcome {
-            let first = why.lines().next().unwrap_or("").to_string();
-            failures.push((version, cell.scenario.clone(), first));
+            failures.push((version, cell.scenario.clone(), super::headline(why)));
         }
     }
     failures.sort_by(|a, b| sort_key(&a.0).cmp(&sort_key(&b.0)).then(a.1.cmp(&b.1)));

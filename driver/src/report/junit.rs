@@ -76,11 +76,10 @@ fn write_case(suites: &mut String, e: &Entry) {
     match &e.outcome {
         Outcome::Passed => suites.push_str("/>\n"),
         Outcome::Failed(reason) => {
-            let first = reason.lines().next().unwrap_or("");
             let _ = writeln!(
                 suites,
                 ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                escape_attr(first),
+                escape_attr(&super::headline(reason)),
                 escape(reason)
             );
         }

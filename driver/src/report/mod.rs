@@ -10,6 +10,7 @@ pub mod audit;
 pub mod changes;
 pub mod conformance;
 pub mod coverage;
+pub mod destination;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -98,6 +99,27 @@ pub fn read_dir(path: &Path) -> anyhow::Result<Matrix> {
     json::parse(&text).with_context(|| format!("reading {}", file.display()))
 }
 
+/// The one line a failure's reason is summed up by where there is room for one (the
+/// terminal's notes, a JUnit message): its first line, and when that only announces a list
+/// (`after-scenario checks failed:`), the list's first item with how many more, so the
+/// cause is on the line and not only in `report.md`.
+pub fn headline(reason: &str) -> String {
+    let mut lines = reason.lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    let Some(intro) = first.strip_suffix(':') else {
+        return first.to_string();
+    };
+    let items: Vec<&str> = lines
+        .map(|l| l.trim().trim_start_matches("- ").trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    match items.as_slice() {
+        [] => first.to_string(),
+        [one] => format!("{intro}: {one}"),
+        [one, rest @ ..] => format!("{intro}: {one} (and {} more)", rest.len()),
+    }
+}
+
 /// Text without terminal escape sequences (the colours of a codex stderr tail): CSI
 /// (`ESC [` … final byte), OSC (`ESC ]` … BEL or `ESC \`) and two-character `ESC x`
 /// sequences are removed; a lone trailing `ESC` too.
@@ -180,6 +202,23 @@ mod tests {
         assert_eq!(escape("x\u{1b}[0m\u{0}\ty\n"), "x\u{fffd}\ty\n");
         assert_eq!(escape("\u{1b}[1;31mred\u{1b}[0m"), "red");
         assert_eq!(escape_attr("a\nb"), "a&#10;b");
+    }
+
+    #[test]
+    fn a_reason_that_announces_a_list_is_summed_up_by_its_first_item() {
+        let checks = "after-scenario checks failed:\n  - 10000 scripted response(s) never \
+                      served\n  - the sidecar exited with Some(3), expected 0";
+        assert_eq!(
+            headline(checks),
+            "after-scenario checks failed: 10000 scripted response(s) never served (and 1 more)"
+        );
+        assert_eq!(
+            headline("after-scenario checks failed:\n  - one"),
+            "after-scenario checks failed: one"
+        );
+        assert_eq!(headline("timed out\ndetails"), "timed out");
+        assert_eq!(headline("ends with a colon:"), "ends with a colon:");
+        assert_eq!(headline(""), "");
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! - [`Transcripts`]: each scenario's transcript into the report directory or beside its
 //!   kept world;
 //! - [`Diffs`]: `--request-diff` and `--transcript-diff` on stdout;
-//! - [`Golden`]: the golden transcripts checked, or with `--bless` the golden requests and
-//!   transcripts proposed as pending expectations (see [`crate::drift::pending`]).
+//! - [`Golden`]: the releases no golden transcript covers said, or with `--bless` the golden
+//!   requests and transcripts proposed as pending expectations (see
+//!   [`crate::drift::pending`]).
 
 use std::path::PathBuf;
 
@@ -235,9 +236,9 @@ impl Sink for Diffs {
     }
 }
 
-/// The golden expectations: the golden transcripts checked against the run (the golden
-/// requests are checked inside each scenario), or with `bless` both kinds written from
-/// the run.
+/// The golden expectations: the releases no golden transcript covers said (a differing
+/// one fails its record as it comes in, and the golden requests are checked inside each
+/// scenario), or with `bless` both kinds written from the run.
 pub struct Golden {
     /// `--bless`.
     pub bless: bool,
@@ -256,9 +257,10 @@ impl Golden {
     fn finish(&self, plan: &Plan, records: &[Record]) -> anyhow::Result<Verdict> {
         let expectations = Expectations::current()?;
         if !self.bless {
-            let (text, ok) = golden_transcript::check_all(&expectations, records)?;
-            print!("{text}");
-            return Ok(if ok { Verdict::Pass } else { Verdict::Fail });
+            // A golden transcript that differs failed its record already (`Plan::run`), in the
+            // matrix; here only the releases older than every golden file are said.
+            print!("{}", golden_transcript::missing(&expectations, records)?);
+            return Ok(Verdict::Pass);
         }
         let dir = expectations.bless_dir()?;
         println!("blessing into {}", dir.display());

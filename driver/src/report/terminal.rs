@@ -1,6 +1,7 @@
 //! What `codex-parity run` prints: a progress line per finished scenario (with that
-//! binary's count), then the matrix with totals per binary and, below it, the first line
-//! of each failure's reason, each not-applicable reason and each known drift, and a last
+//! binary's count), then the matrix with totals per binary and, below it, the headline of
+//! each failure's reason (its cause, see [`super::headline`]), each not-applicable reason
+//! and each known drift, and a last
 //! line in the form test runners end with (`total: 47 passed, 3 known drift, 0 failed,
 //! 3 skipped`; known drift is as expected but not a pass, not applicable is skipped).
 
@@ -53,7 +54,7 @@ impl Progress {
 }
 
 /// The matrix as text: scenarios down, binaries across, totals under the table, then one
-/// line per failure (first line of its reason), not-applicable reason and known drift.
+/// line per failure (its reason's headline), not-applicable reason and known drift.
 pub fn render(matrix: &Matrix) -> String {
     let mut out = String::new();
     let totals = matrix.total_rows();
@@ -112,16 +113,15 @@ pub fn render(matrix: &Matrix) -> String {
     out
 }
 
-/// One line per failure (first line of its reason), not-applicable reason and drift (known or
-/// contradicting).
+/// One line per failure (its reason's [`super::headline`]), not-applicable reason and drift
+/// (known or contradicting).
 fn notes(matrix: &Matrix) -> String {
     let mut notes = String::new();
     for e in &matrix.entries {
         let cell = format!("{}[{}]", e.scenario, e.codex);
         match &e.outcome {
             Outcome::Failed(reason) => {
-                let first = reason.lines().next().unwrap_or("");
-                let _ = writeln!(notes, "FAIL  {cell}: {first}");
+                let _ = writeln!(notes, "FAIL  {cell}: {}", super::headline(reason));
             }
             Outcome::NotApplicable(reason) => {
                 let _ = writeln!(notes, "n/a   {cell}: {reason}");

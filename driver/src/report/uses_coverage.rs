@@ -1,7 +1,8 @@
 //! Which of an integration's uses (a `surface check --uses FILE`) a run's behaviour
 //! scenarios exercised, and which only the schema checks. Read from a run's
 //! `results.json` (`run --report DIR`): per use, the scenarios of the column of codex B that
-//! sent or received its method.
+//! sent or received its method. A shard's report is refused: the uses its other shards
+//! exercised would be called schema-checked only.
 //!
 //! ```text
 //! behaviour coverage in out/ (codex-0.171.0): 2 of 3 uses exercised by a scenario
@@ -36,11 +37,19 @@ pub fn of<'a>(
     version: &str,
     uses: &'a [Use],
 ) -> anyhow::Result<(&'a str, Vec<UseCoverage<'a>>)> {
+    if let Some(shard) = matrix.shard {
+        // Its other shards' scenarios are not in it: every use they exercised would be
+        // called schema-checked only.
+        bail!(
+            "the run is shard {shard} of a split run: the other shards' scenarios are not in \
+             it; join them with `codex-parity merge DIR... --report MERGED` and give MERGED"
+        );
+    }
     let Some(column) = matrix.columns.iter().find(|c| c.version == version) else {
         let have: Vec<&str> = matrix.columns.iter().map(|c| c.version.as_str()).collect();
         bail!(
             "the run has no column of codex {version} (it has {}): run `codex-parity run \
-             --codex {version} --report DIR` first",
+             --codex-version {version} --report DIR` first",
             have.join(", ")
         );
     };
@@ -127,6 +136,15 @@ mod tests {
         let e = of(&m, "0.999.0", &uses).unwrap_err().to_string();
         assert!(e.contains("no column of codex 0.999.0"), "{e}");
         assert!(e.contains("0.171.0"), "{e}");
+    }
+
+    #[test]
+    fn a_shard_is_no_run_whose_coverage_can_be_told() {
+        let mut m = sample();
+        m.shard = Some("1/2".parse().unwrap());
+        let uses = parse_uses("request initialize\n").unwrap();
+        let e = of(&m, "0.171.0", &uses).unwrap_err().to_string();
+        assert!(e.contains("shard 1/2 of a split run"), "{e}");
     }
 
     #[test]

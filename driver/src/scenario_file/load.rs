@@ -53,6 +53,73 @@ pub struct Compiled {
     pub name_span: Range<usize>,
 }
 
+/// Dotted parts of a key the TOML reader refuses without saying where (its recursion
+/// limit: 80 in `toml` 1.x, counted here with a margin below it).
+const DEEP_KEY: usize = 64;
+
+/// The first table header or key of `text` with more than [`DEEP_KEY`] dotted parts: its
+/// offset and its number of parts. Lines inside multi-line strings are skipped.
+fn deep_key(text: &str) -> Option<(usize, usize)> {
+    let mut offset = 0;
+    let mut in_string: Option<&str> = None;
+    for line in text.split_inclusive('\n') {
+        let here = offset;
+        offset += line.len();
+        if let Some(quotes) = in_string {
+            if line.matches(quotes).count() % 2 == 1 {
+                in_string = None;
+            }
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let start = here + (line.len() - trimmed.len());
+        let key = match trimmed.strip_prefix('[') {
+            Some(header) => until_outside_quotes(header.trim_start_matches('['), ']'),
+            None => until_outside_quotes(trimmed, '='),
+        };
+        let parts = key.map_or(0, |k| dots_outside_quotes(k) + 1);
+        if parts > DEEP_KEY {
+            return Some((start, parts));
+        }
+        for quotes in ["\"\"\"", "'''"] {
+            if line.matches(quotes).count() % 2 == 1 {
+                in_string = Some(quotes);
+            }
+        }
+    }
+    None
+}
+
+/// `text` up to the first `end` outside quotes (`None`: there is none).
+fn until_outside_quotes(text: &str, end: char) -> Option<&str> {
+    let mut quote: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c == end => return Some(&text[..i]),
+            (None, '#') => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// How many `.` of `key` are outside quotes.
+fn dots_outside_quotes(key: &str) -> usize {
+    let mut quote: Option<char> = None;
+    let mut dots = 0;
+    for c in key.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '.') => dots += 1,
+            _ => {}
+        }
+    }
+    dots
+}
+
 /// The built-in variables every scenario has.
 pub const BUILTIN_VARS: [&str; 2] = ["workspace", "home"];
 
@@ -60,8 +127,19 @@ pub const BUILTIN_VARS: [&str; 2] = ["workspace", "home"];
 pub fn compile(path: &Path, text: &str) -> Result<Compiled, Vec<FileError>> {
     let source = Source::new(path, text);
     let spec: FileSpec = toml::from_str(text).map_err(|e| {
-        let offset = e.span().map_or(0, |s| s.start);
-        vec![source.error_at(offset, e.message().trim().to_string())]
+        let message = e.message().trim().to_string();
+        vec![match (e.span(), deep_key(text)) {
+            (Some(span), _) => source.error_at(span.start, message),
+            // The reader's limit on dotted keys comes without a place: find the key.
+            (None, Some((offset, parts))) => source.error_at(
+                offset,
+                format!(
+                    "expected a key of fewer dotted parts, found one of {parts} parts, more than \
+                     the TOML reader takes ({message})"
+                ),
+            ),
+            (None, None) => source.error_at(0, message),
+        }]
     })?;
     let mut errors = Vec::new();
     let whole = 0..text.len();
@@ -607,6 +685,23 @@ mod tests {
             ),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn a_key_of_thousands_of_dotted_parts_is_reported_where_it_is() {
+        let deep = vec!["a"; 5000].join(".");
+        let e = errors(&format!("\n[{deep}]\n"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(
+                "f.toml:5:1: expected a key of fewer dotted parts, found one of 5000 parts"
+            ),
+            "{}",
+            &e[0][..200.min(e[0].len())]
+        );
+        let e = errors(&format!("note = '''\n[not.a.key]\n'''\n  {deep} = 1\n"));
+        assert!(e[0].starts_with("f.toml:7:3: "), "{}", &e[0][..100]);
+        assert_eq!(deep_key("[\"a.b.c\"]\nx = \"1.2.3\"\n"), None);
     }
 
     #[test]

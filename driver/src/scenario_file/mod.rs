@@ -100,7 +100,8 @@ pub fn compile_file(path: &Path) -> Result<Compiled, LoadError> {
     load::compile(path, &text).map_err(LoadError)
 }
 
-/// The `*.toml` files of `dir`, sorted by name; an error when there is none.
+/// The `*.toml` files of `dir`, sorted by name (or `dir` itself when it is one such file);
+/// an error when there is none.
 fn files_of(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let problem = |message: String| FileError {
         path: dir.to_path_buf(),
@@ -108,6 +109,14 @@ fn files_of(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
         column: 1,
         message,
     };
+    if dir.is_file() {
+        if dir.extension().is_some_and(|x| x == "toml") {
+            return Ok(vec![dir.to_path_buf()]);
+        }
+        return Err(problem(
+            "expected a scenario file (*.toml) or a directory of them, found another file".into(),
+        ));
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| {
         problem(format!(
             "expected a directory of scenario files, found an error: {e}"
@@ -126,9 +135,10 @@ fn files_of(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     Ok(files)
 }
 
-/// Reads and checks every `*.toml` file of `dirs` (each file is one scenario), and notes
-/// each directory's `baselines.json`. Names must be unique among the files and `builtins`.
-/// Every problem of every file is reported at once.
+/// Reads and checks every `*.toml` file of `dirs` (each file is one scenario; a path may
+/// also name one file), and notes each directory's `baselines.json` (a file named alone
+/// brings none: the one beside it holds its neighbours' entries too). Names must be unique
+/// among the files and `builtins`. Every problem of every file is reported at once.
 pub fn load_dirs(dirs: &[PathBuf], builtins: &[&str]) -> Result<Loaded, LoadError> {
     let mut errors = Vec::new();
     let mut compiled = Vec::new();
@@ -215,6 +225,21 @@ mod tests {
         let reason = (i2.applies)(&none).unwrap_err();
         assert!(reason.contains("app-server"), "{reason}");
         assert_eq!(loaded.scenarios[0].listen, Listen::Stdio);
+    }
+
+    #[test]
+    fn one_file_is_a_source_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("one.toml");
+        std::fs::write(&file, "name = \"one\"\nid = \"X-1\"\nsummary = \"s\"\n").unwrap();
+        std::fs::write(dir.path().join("baselines.json"), "{\"expected\": []}").unwrap();
+        let loaded = load_dirs(std::slice::from_ref(&file), &[]).unwrap();
+        assert_eq!(loaded.scenarios.len(), 1);
+        assert!(loaded.baselines.is_empty(), "{:?}", loaded.baselines);
+        let other = dir.path().join("notes.txt");
+        std::fs::write(&other, "").unwrap();
+        let err = load_dirs(&[other], &[]).unwrap_err().to_string();
+        assert!(err.contains("found another file"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ The flow is fixed: `initialize` (id 1), the `initialized` notification, `thread/
 printed as `final: <text>`. Then codex's stdin is closed and codex gets 5 s to exit
 before it is killed (1 s when the session fails before the turn completes).
 
-The one argument is the mode, which decides how picky the client is:
+The first argument is the mode, which decides how picky the client is:
 
     situation                                   strict      tolerant
     turn completed                              0           0
@@ -30,6 +30,12 @@ The one argument is the mode, which decides how picky the client is:
 Every non-zero exit prints a one-line reason on stderr. Strict has no timeout of its
 own on purpose: whoever runs it must kill it. Blank lines from codex are skipped in both
 modes. Python 3.11, standard library only.
+
+Options after the mode, for the checks of client-check's own verdicts:
+
+    --print-deltas   print the agent's deltas concatenated as they came (blindly: a
+                     doubled delta is printed twice), not the completed item's text
+    --kill-at-end    kill codex (SIGKILL) as soon as the turn completes, then exit
 """
 
 import json
@@ -109,8 +115,10 @@ def as_dict(value):
 class Client:
     """One session with one app-server."""
 
-    def __init__(self, mode):
+    def __init__(self, mode, options=()):
         self.strict = mode == "strict"
+        self.print_deltas = "--print-deltas" in options
+        self.kill_at_end = "--kill-at-end" in options
         self.next_id = 1
         self.proc = None
         self.lines = queue.Queue()
@@ -326,6 +334,8 @@ class Client:
         return self.finish()
 
     def final_text(self):
+        if self.print_deltas:
+            return "".join(d for item in self.delta_order for d in self.deltas[item])
         if self.completed_text is not None:
             return self.completed_text
         if self.delta_order:
@@ -333,6 +343,9 @@ class Client:
         return ""
 
     def finish(self):
+        if self.kill_at_end:
+            self.proc.kill()
+            self.proc.wait()
         print(f"final: {self.final_text()}", flush=True)
         self.stop(EXIT_S)
         status = self.turn_status
@@ -349,10 +362,11 @@ class Client:
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in MODES:
-        print(f"usage: {sys.argv[0]} strict|tolerant", file=sys.stderr)
+    options = ("--print-deltas", "--kill-at-end")
+    if len(sys.argv) < 2 or sys.argv[1] not in MODES or any(a not in options for a in sys.argv[2:]):
+        print(f"usage: {sys.argv[0]} strict|tolerant [--print-deltas] [--kill-at-end]", file=sys.stderr)
         return 2
-    client = Client(sys.argv[1])
+    client = Client(sys.argv[1], sys.argv[2:])
     try:
         return client.run()
     except Exit as e:
