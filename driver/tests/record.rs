@@ -978,3 +978,68 @@ async fn a_recording_is_made_offline_from_responses_and_leftovers_are_named() {
         text(&o)
     );
 }
+
+/// A client of `codex exec` shaped like OpenAI's TypeScript SDK (one process per turn, the
+/// prompt on stdin, `--output-schema` in a temporary file, the second turn a `resume` of the
+/// first's thread) is recorded as an exec file that replays on the recorded version.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exec_client_is_recorded_and_replays() {
+    let codex = pinned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Sidecar::start(&SidecarLauncher::codex_parity(CODEX_PARITY))
+        .await
+        .unwrap();
+    upstream
+        .enqueue(&[
+            Scripted::sse(bodies::assistant_reply("r1", "{\"answer\": \"blue\"}")),
+            Scripted::sse(bodies::assistant_reply("r2", "still blue")),
+        ])
+        .await
+        .unwrap();
+    let out = dir.path().join("exec_turns.toml");
+    let client = vec![
+        "python3".to_string(),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/exec/client.py")
+            .display()
+            .to_string(),
+        "--schema".into(),
+        "pick a colour".into(),
+        "and again".into(),
+    ];
+    let sandbox = Sandbox::new();
+    let o = record(
+        &sandbox,
+        &codex.path,
+        upstream.base_url(),
+        &out,
+        &[],
+        &client,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("0 app-server session(s) and 2 codex exec run(s)"),
+        "{}",
+        text(&o)
+    );
+    let file = std::fs::read_to_string(&out).unwrap();
+    for part in [
+        "do = \"write_file\"\npath = \".codex-parity/exec-1-schema.json\"",
+        "stdin = \"pick a colour\"",
+        "capture = { thread = \"/events/0/thread_id\" }",
+        "args = [\"--skip-git-repo-check\", \"resume\", \"$thread\"]\nstdin = \"and again\"",
+        "final_message = \"still blue\"",
+        "on = \"requests\"\ncount = 2",
+    ] {
+        assert!(file.contains(part), "{part:?} not in\n{file}");
+    }
+    let _ = upstream.shutdown().await;
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "record left processes behind: {left:?}");
+    let o = replay(dir.path(), &codex.path);
+    assert!(
+        o.status.success(),
+        "the exec recording replays: {}",
+        text(&o)
+    );
+}

@@ -260,7 +260,7 @@ fn other_step() -> impl Strategy<Value = Step> {
             .prop_map(|(path, content)| Step::WriteFile(WriteFileStep { path, content })),
         (0u64..9).prop_map(|ms| Step::Sleep(SleepStep { ms })),
         (
-            text(),
+            opt(text()),
             prop::collection::vec(text(), 0..3),
             opt(text()),
             opt(path()),

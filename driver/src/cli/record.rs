@@ -139,9 +139,9 @@ pub(crate) async fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let w = &r.written;
     let lines = w.text.lines().count();
     say(format!(
-        "codex-parity: recorded {} app-server session(s): {} turn(s), {} scripted response(s) \
-         ({} request(s) forwarded), {} server request(s) answered",
-        r.sessions, w.turns, w.responses, r.forwarded, w.answered
+        "codex-parity: recorded {} app-server session(s) and {} codex exec run(s): {} turn(s), \
+         {} scripted response(s) ({} request(s) forwarded), {} server request(s) answered",
+        r.sessions, r.execs, w.turns, w.responses, r.forwarded, w.answered
     ));
     say(format!(
         "codex-parity: wrote {} ({lines} lines, {} bytes)",

@@ -196,7 +196,7 @@ fn transcript(path: &Path, world: &Path) -> anyhow::Result<Script> {
 /// The relay logs of `record --keep` as a script.
 async fn relay_log(path: &Path) -> anyhow::Result<Script> {
     let (sessions, session) = if path.is_dir() {
-        (timeline::read(&relay::logs_dir(path))?.0, Some(path))
+        (timeline::read(&relay::logs_dir(path))?.app, Some(path))
     } else {
         let session = path.parent().and_then(Path::parent);
         (vec![timeline::session(relay::read_log(path)?)], session)

@@ -94,6 +94,7 @@ impl Listener {
                     at: now_us(),
                     args: vec!["app-server".into(), "--listen".into(), internal.clone()],
                     relayed: true,
+                    exec: false,
                     cwd: cwd.clone(),
                     pid,
                 };

@@ -90,6 +90,8 @@ pub struct Recorded {
     pub client_exit: Option<i32>,
     /// App-server sessions the client started.
     pub sessions: usize,
+    /// `codex exec` runs the client started.
+    pub execs: usize,
     /// Every request the proxy forwarded (model requests and others).
     pub forwarded: usize,
     /// The kept directory, with `--keep`.
@@ -288,7 +290,7 @@ async fn session(
     let client_exit = client_exit?;
     stop_relays(&logs).await;
     drop(guard);
-    let (sessions, others) = timeline::read(&logs)?;
+    let sessions = timeline::read(&logs)?;
     let (exchanges, mut problems) = proxy.finish().await;
     problems.extend(model.leftovers());
     let problems: Vec<String> = problems.iter().map(|p| redactor.text(p)).collect();
@@ -297,7 +299,7 @@ async fn session(
     std::fs::write(&path, serde_json::to_string_pretty(&exchanges)?)
         .with_context(|| format!("writing {}", path.display()))?;
     if sessions.is_empty() {
-        return Err(no_session(o, &others, &setup.shim, client_exit));
+        return Err(no_session(o, &sessions.others, &setup.shim, client_exit));
     }
     let meta = meta(o, &setup.home, client_exit, listen_note);
     let written = writer::write(&sessions, &exchanges, &meta, redactor)
@@ -307,7 +309,8 @@ async fn session(
         name: meta.name,
         written,
         client_exit,
-        sessions: sessions.len(),
+        sessions: sessions.app.len(),
+        execs: sessions.exec.len(),
         forwarded: exchanges.len(),
         kept: None,
         problems,
@@ -377,9 +380,10 @@ fn no_session(
         format!(" (it ran only: {})", list.join("; "))
     };
     anyhow::anyhow!(
-        "the client never started `codex app-server`{ran}: it was given the shim {} as the \
-         first `codex` on its PATH and in ${CODEX_ENV}; a client that takes codex's path \
-         from elsewhere (a config file, an absolute path) must be pointed at it{}",
+        "the client never started `codex app-server` or `codex exec`{ran}: it was given the \
+         shim {} as the first `codex` on its PATH and in ${CODEX_ENV}; a client that takes \
+         codex's path from elsewhere (a config file, an absolute path, an SDK's \
+         `codexPathOverride`) must be pointed at it{}",
         shim.display(),
         exit_note(client_exit)
     )

@@ -1,10 +1,16 @@
 //! The shim's other half: what runs when the client starts "codex". The shim
 //! ([`crate::record::shim`]) is a script named `codex` that execs `codex-parity record-relay
 //! SESSION ARGS…`; [`relay`] then starts the real codex with the client's arguments, in the
-//! recording's private `CODEX_HOME`, and for `codex app-server` relays stdin and stdout
-//! line by line, unchanged, writing each line with its direction and time to a log of its
-//! own (`SESSION/sessions/N.jsonl`, one per app-server the client started). Any other codex
-//! command (`codex --version`, …) runs as is and is only noted in the log.
+//! recording's private `CODEX_HOME`, writing what passed to a log of its own
+//! (`SESSION/sessions/N.jsonl`, one per codex the client started):
+//!
+//! - `codex app-server`: stdin and stdout relayed line by line, unchanged, each line logged
+//!   with its direction and time;
+//! - `codex exec` (or `e`): stdin relayed as it comes and logged whole at its end, each line
+//!   of the event stream on stdout logged as it goes, and the files the arguments name that
+//!   a replay needs (`--output-schema`) logged with their content; codex runs with
+//!   `--disable plugins -c analytics.enabled=false`, as the harness runs it;
+//! - any other command (`codex --version`, …) runs as is and is only noted.
 //!
 //! The log is flushed line by line, so a relay killed outright still leaves what it saw.
 //! On SIGTERM, SIGINT or SIGHUP the relay kills its codex and exits 143; a relay killed
@@ -44,15 +50,36 @@ pub enum LogEntry {
         at: Micros,
         /// The arguments after `codex`.
         args: Vec<String>,
-        /// Whether they were `app-server …`, whose stdio is relayed and logged.
+        /// Whether they were `app-server …` or `exec …`, whose stdio is relayed and logged.
         relayed: bool,
+        /// Whether they were `exec …` (the stdout lines are its event stream).
+        #[serde(default)]
+        exec: bool,
         /// The client's working directory.
         cwd: PathBuf,
         /// The relay's process id (the recorder stops relays still running at the end).
         pid: u32,
     },
-    /// A relayed JSON-RPC line.
+    /// A relayed JSON-RPC line, or a line of `exec`'s event stream.
     Line(ClientLine),
+    /// What the client wrote to `exec`'s stdin, whole, when it closed it.
+    Stdin {
+        /// When stdin ended.
+        at: Micros,
+        /// The text (lossy UTF-8).
+        text: String,
+    },
+    /// A file an `exec` argument names, as it was when codex started.
+    File {
+        /// When it was read.
+        at: Micros,
+        /// The flag that named it (`--output-schema`).
+        flag: String,
+        /// The path as given.
+        path: String,
+        /// Its content (lossy UTF-8); `None` when it could not be read.
+        text: Option<String>,
+    },
     /// Codex exited.
     Exit {
         /// When.
@@ -89,12 +116,14 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let relayed = args.first().is_some_and(|a| a == "app-server");
+    let exec = args.first().is_some_and(|a| a == "exec" || a == "e");
     let (mut log, _) = open_log(&logs_dir(session))?;
     let cwd = std::env::current_dir().unwrap_or_default();
     let start = LogEntry::Start {
         at: now_us(),
         args: args.clone(),
-        relayed,
+        relayed: relayed || exec,
+        exec,
         cwd,
         pid: std::process::id(),
     };
@@ -105,6 +134,22 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
             .arg("app-server")
             .args(&config.app_server_args)
             .args(&args[1..]);
+    } else if exec {
+        for (flag, path) in named_files(&args) {
+            let text = std::fs::read(&path)
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            write_entry(
+                &mut log,
+                &LogEntry::File {
+                    at: now_us(),
+                    flag,
+                    path,
+                    text,
+                },
+            )?;
+        }
+        command.arg("exec").args(EXEC_ARGS).args(&args[1..]);
     } else {
         command.args(&args);
     }
@@ -116,6 +161,8 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
     codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
     let code = if relayed {
         relay_stdio(command, &mut log).await?
+    } else if exec {
+        relay_exec(command, &mut log).await?
     } else {
         let status = command
             .status()
@@ -125,6 +172,25 @@ pub async fn relay(session: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
     };
     write_entry(&mut log, &LogEntry::Exit { at: now_us(), code })?;
     Ok(code.unwrap_or(1))
+}
+
+/// What `exec` runs with, as the harness runs it: no plugins, no analytics (which `exec`,
+/// unlike `app-server`, sends by default).
+pub const EXEC_ARGS: [&str; 4] = ["--disable", "plugins", "-c", "analytics.enabled=false"];
+
+/// The flags of `exec` whose value is a file a replay needs, with that file.
+fn named_files(args: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a == "--output-schema" {
+            if let Some(path) = args.get(i + 1) {
+                out.push((a.clone(), path.clone()));
+            }
+        } else if let Some(path) = a.strip_prefix("--output-schema=") {
+            out.push(("--output-schema".into(), path.to_string()));
+        }
+    }
+    out
 }
 
 /// Creates the next free `N.jsonl` in `dir` (N from 0), for one relay alone.
@@ -191,6 +257,78 @@ async fn relay_stdio(
     inbound.abort();
     while let Ok(line) = logged.try_recv() {
         write_entry(log, &LogEntry::Line(line))?;
+    }
+    Ok(status)
+}
+
+/// Starts `exec` with piped stdin and stdout: the client's stdin is relayed as it comes
+/// (and logged whole when it ends), the event stream on stdout line by line (each line
+/// logged); returns the exit status; a termination signal kills codex.
+async fn relay_exec(
+    mut command: tokio::process::Command,
+    log: &mut std::fs::File,
+) -> anyhow::Result<Option<i32>> {
+    use std::io::IsTerminal;
+    // A terminal is codex's own, as without the relay: exec reads a piped stdin only.
+    let terminal = std::io::stdin().is_terminal();
+    let mut child = command
+        .stdin(if terminal {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting codex exec")?;
+    let to_codex = child.stdin.take();
+    let from_codex = child.stdout.take().context("codex's stdout")?;
+    let (lines, mut logged) = tokio::sync::mpsc::unbounded_channel::<ClientLine>();
+    let inbound = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut to_codex = to_codex?;
+        let mut stdin = tokio::io::stdin();
+        let mut all = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match stdin.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    all.extend_from_slice(&buf[..n]);
+                    if to_codex.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        // Dropping codex's stdin is how the end of the prompt reaches codex.
+        drop(to_codex);
+        Some((now_us(), String::from_utf8_lossy(&all).into_owned()))
+    });
+    let outbound = tokio::spawn(pump(from_codex, tokio::io::stdout(), false, lines));
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.ok().and_then(|s| s.code()),
+            Some(line) = logged.recv() => write_entry(log, &LogEntry::Line(line))?,
+            _ = term.recv() => break killed(&mut child).await,
+            _ = int.recv() => break killed(&mut child).await,
+            _ = hup.recv() => break killed(&mut child).await,
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), outbound).await;
+    while let Ok(line) = logged.try_recv() {
+        write_entry(log, &LogEntry::Line(line))?;
+    }
+    // A client that never closes stdin (codex ran from the prompt argument alone): no stdin
+    // is logged.
+    if let Ok(Ok(Some((at, text)))) =
+        tokio::time::timeout(std::time::Duration::from_millis(500), inbound).await
+    {
+        write_entry(log, &LogEntry::Stdin { at, text })?;
     }
     Ok(status)
 }

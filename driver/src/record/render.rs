@@ -137,7 +137,10 @@ impl Draft<'_> {
             codex: self.codex(meta),
             ..ScenarioFile::default()
         };
+        let app_server = self.steps.iter().any(|s| s.step.needs_app_server());
         match &self.thread_table {
+            // A file of exec runs starts no app-server, and so no thread.
+            None if !app_server => {}
             None => {
                 file.start_thread = Some(false);
                 comments.start_thread = Some("the client started its thread itself".into());

@@ -1,5 +1,7 @@
-//! The client side of a recording read back: each relay log as one [`AppSession`] of
-//! JSON-RPC messages with their direction and time, in the order the client started them.
+//! The client side of a recording read back ([`read`]): each relay log of an app-server as
+//! one [`AppSession`] of JSON-RPC messages with their direction and time, each of an `exec`
+//! as one [`ExecSession`] (its arguments, stdin, event stream and exit), in the order the
+//! client started them, and the other codex commands it ran.
 
 use std::path::{Path, PathBuf};
 
@@ -38,15 +40,53 @@ pub struct AppSession {
     pub pid: u32,
 }
 
-/// What the client ran as codex, read from the logs under `logs`: the app-server sessions
-/// in the order they started, and the other codex commands it ran (not recorded).
-pub fn read(logs: &Path) -> anyhow::Result<(Vec<AppSession>, Vec<Vec<String>>)> {
+/// One `codex exec` the client ran, and what went through it.
+#[derive(Debug, Clone, Default)]
+pub struct ExecSession {
+    /// When the client started it.
+    pub started: Micros,
+    /// The arguments after `codex` (`exec` first).
+    pub args: Vec<String>,
+    /// The client's working directory.
+    pub cwd: PathBuf,
+    /// What the client wrote to its stdin (`None`: not logged, stdin never closed).
+    pub stdin: Option<String>,
+    /// The event stream, line by line, with when each line came.
+    pub lines: Vec<(Micros, String)>,
+    /// The files its arguments named: (flag, path as given, content).
+    pub files: Vec<(String, String, Option<String>)>,
+    /// Codex's exit status: `None` while it ran, `Some(None)` when a signal ended it.
+    pub exit: Option<Option<i32>>,
+    /// When it exited.
+    pub ended: Micros,
+}
+
+/// Everything the client ran as codex.
+#[derive(Debug, Clone, Default)]
+pub struct Sessions {
+    /// The app-server sessions, in the order they started.
+    pub app: Vec<AppSession>,
+    /// The `exec` runs, in the order they started.
+    pub exec: Vec<ExecSession>,
+    /// The other codex commands it ran (not recorded), each as its arguments.
+    pub others: Vec<Vec<String>>,
+}
+
+impl Sessions {
+    /// Whether the client started no app-server and ran no `exec`.
+    pub fn is_empty(&self) -> bool {
+        self.app.is_empty() && self.exec.is_empty()
+    }
+}
+
+/// What the client ran as codex, read from the logs under `logs`.
+pub fn read(logs: &Path) -> anyhow::Result<Sessions> {
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(logs) {
         Ok(dir) => dir.flatten().map(|e| e.path()).collect(),
         Err(_) => Vec::new(),
     };
     paths.sort();
-    let (mut sessions, mut others) = (Vec::new(), Vec::new());
+    let mut all = Sessions::default();
     for path in paths {
         let entries = relay::read_log(&path)?;
         match entries.first() {
@@ -54,13 +94,32 @@ pub fn read(logs: &Path) -> anyhow::Result<(Vec<AppSession>, Vec<Vec<String>>)> 
                 relayed: false,
                 args,
                 ..
-            }) => others.push(args.clone()),
-            Some(LogEntry::Start { .. }) => sessions.push(session(entries)),
+            }) => all.others.push(args.clone()),
+            Some(LogEntry::Start { exec: true, .. }) => all.exec.push(exec_session(entries)),
+            Some(LogEntry::Start { .. }) => all.app.push(session(entries)),
             _ => {}
         }
     }
-    sessions.sort_by_key(|s| s.started);
-    Ok((sessions, others))
+    all.app.sort_by_key(|s| s.started);
+    all.exec.sort_by_key(|s| s.started);
+    Ok(all)
+}
+
+/// One relay log of `exec` as a session.
+pub fn exec_session(entries: Vec<LogEntry>) -> ExecSession {
+    let mut s = ExecSession::default();
+    for entry in entries {
+        match entry {
+            LogEntry::Start { at, args, cwd, .. } => (s.started, s.args, s.cwd) = (at, args, cwd),
+            LogEntry::Line(line) => s.lines.push((line.at, line.text)),
+            LogEntry::Stdin { text, .. } => s.stdin = Some(text),
+            LogEntry::File {
+                flag, path, text, ..
+            } => s.files.push((flag, path, text)),
+            LogEntry::Exit { at, code } => (s.exit, s.ended) = (Some(code), at),
+        }
+    }
+    s
 }
 
 /// One relay log as a session.
@@ -90,6 +149,7 @@ pub fn session(entries: Vec<LogEntry>) -> AppSession {
                 }
             },
             LogEntry::Exit { code, .. } => s.exit = Some(code),
+            LogEntry::Stdin { .. } | LogEntry::File { .. } => {}
         }
     }
     s

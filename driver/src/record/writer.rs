@@ -11,6 +11,7 @@
 //! `timing`, every event also keeps its recorded gap.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use serde_json::{Map, Value, json};
@@ -21,9 +22,10 @@ use crate::app_server::turn::{StartedTurn, collect_turn};
 use crate::record::exchange::{End, Exchange, Micros};
 use crate::record::redact::Redactor;
 use crate::record::render::{Answer, Draft, DraftStep, Meta};
-use crate::record::timeline::AppSession;
+use crate::record::timeline::{AppSession, ExecSession, Sessions};
 use crate::scenario_file::fields::{Input, thread_var};
 use crate::scenario_file::steps::Step;
+use crate::scenario_file::steps::exec::ExecStep;
 use crate::scenario_file::steps::interrupt::InterruptStep;
 use crate::scenario_file::steps::release::ReleaseStep;
 use crate::scenario_file::steps::request::RequestStep;
@@ -32,6 +34,7 @@ use crate::scenario_file::steps::steer::SteerStep;
 use crate::scenario_file::steps::turn::TurnStep;
 use crate::scenario_file::steps::wait_requests::WaitRequestsStep;
 use crate::scenario_file::steps::wait_turn::WaitTurnStep;
+use crate::scenario_file::steps::write_file::WriteFileStep;
 
 /// The file and what went into it.
 #[derive(Debug, Clone, Default)]
@@ -66,33 +69,53 @@ struct Builder<'a> {
     taken: Vec<String>,
     last_wait_requests: usize,
     turns: usize,
+    execs: usize,
     pending_waits: Vec<(Micros, String, Map<String, Value>, String)>,
     latest_turn: Option<(String, usize)>,
     paths: Vec<(String, String)>,
 }
 
-/// Writes the file for `sessions` (the client side) and `exchanges` (the model side);
-/// refuses a recording that has no turn, or that a replay could only run with a secret.
+/// What the client ran, in the order it started it.
+enum Started<'s> {
+    App(&'s AppSession),
+    Exec(&'s ExecSession),
+}
+
+/// Writes the file for `sessions` (the client side: its app-server sessions and `exec`
+/// runs, in the order it started them) and `exchanges` (the model side); refuses a
+/// recording that has no turn, or that a replay could only run with a secret.
 pub fn write(
-    sessions: &[AppSession],
+    sessions: &Sessions,
     exchanges: &[Exchange],
     meta: &Meta,
     redactor: &mut Redactor,
 ) -> anyhow::Result<Written> {
+    let mut started: Vec<(Micros, PathBuf, Started)> = sessions
+        .app
+        .iter()
+        .map(|s| (s.started, s.cwd.clone(), Started::App(s)))
+        .chain(
+            sessions
+                .exec
+                .iter()
+                .map(|e| (e.started, e.cwd.clone(), Started::Exec(e))),
+        )
+        .collect();
+    started.sort_by_key(|(at, _, _)| *at);
     let mut b = Builder {
         d: Draft {
             exchanges: exchanges
                 .iter()
                 .filter(|e| e.is_model_request() || e.is_compaction())
                 .collect(),
-            origin: sessions.first().map_or(0, |s| s.started),
+            origin: started.first().map_or(0, |s| s.0),
             notes: meta.notes.clone(),
             ..Draft::default()
         },
         ..Builder::default()
     };
-    if let Some(first) = sessions.first() {
-        let workspace = first.cwd.to_string_lossy().into_owned();
+    if let Some((_, cwd, _)) = started.first() {
+        let workspace = cwd.to_string_lossy().into_owned();
         b.paths
             .push((meta.home.to_string_lossy().into_owned(), "home".into()));
         if !workspace.is_empty() && workspace != "/" {
@@ -100,23 +123,30 @@ pub fn write(
         }
         b.paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
     }
-    for (n, session) in sessions.iter().enumerate() {
-        if n > 0 {
-            b.flush_waits(Micros::MAX);
-            b.push(
-                session.started,
-                Step::Restart(RestartStep {}),
-                "the client started a second app-server: a restart in the same home".into(),
-            );
+    let mut apps = 0;
+    for (at, _, item) in &started {
+        match item {
+            Started::App(session) => {
+                if apps > 0 {
+                    b.flush_waits(Micros::MAX);
+                    b.push(
+                        *at,
+                        Step::Restart(RestartStep {}),
+                        "the client started a second app-server: a restart in the same home".into(),
+                    );
+                }
+                apps += 1;
+                b.session(session)?;
+            }
+            Started::Exec(run) => b.exec(run),
         }
-        b.session(session)?;
     }
     b.flush_waits(Micros::MAX);
     if b.turns == 0 {
         bail!(
             "the session had no turn: the client never sent turn/start{} (nothing to replay)",
             if sessions.is_empty() {
-                ", nor started codex app-server"
+                ", nor started codex app-server or codex exec"
             } else {
                 ""
             }
@@ -542,6 +572,136 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// One `codex exec` run: the files its arguments named written into the workspace
+    /// first, then an `exec` step with its arguments (ids and paths as variables), its stdin,
+    /// and what it showed (exit status, final message); the thread id of its
+    /// `thread.started` offered to a later `exec resume`.
+    fn exec(&mut self, e: &ExecSession) {
+        self.flush_waits(e.started);
+        self.turns += 1;
+        self.execs += 1;
+        let when = format!(
+            "client, +{:.2} s",
+            e.started.saturating_sub(self.d.origin) as f64 / 1e6
+        );
+        // `--json` comes from the harness, as `--experimental-json` did from the client.
+        let mut args: Vec<String> = e
+            .args
+            .iter()
+            .skip(1)
+            .filter(|a| *a != "--json" && *a != "--experimental-json")
+            .cloned()
+            .collect();
+        for (flag, path, text) in &e.files {
+            let Some(text) = text else {
+                self.d.notes.push(format!(
+                    "exec {} ({when}): {flag} {path} could not be read: the replay names it as it is",
+                    self.execs
+                ));
+                continue;
+            };
+            let name = Path::new(path)
+                .file_name()
+                .map_or("file".into(), |n| n.to_string_lossy().into_owned());
+            let copy = format!(".codex-parity/exec-{}-{name}", self.execs);
+            self.push(
+                e.started,
+                Step::WriteFile(WriteFileStep {
+                    path: copy.clone(),
+                    content: text.clone(),
+                }),
+                format!("the file {flag} named, as the client wrote it"),
+            );
+            for a in args.iter_mut() {
+                if a == path {
+                    *a = format!("${{workspace}}/{copy}");
+                } else if a.strip_prefix(&format!("{flag}=")) == Some(path) {
+                    *a = format!("{flag}=${{workspace}}/{copy}");
+                }
+            }
+        }
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains("${workspace}/.codex-parity/") {
+                    a.clone()
+                } else {
+                    self.subst_str(a)
+                }
+            })
+            .collect();
+        let events: Vec<Value> = e
+            .lines
+            .iter()
+            .filter_map(|(_, l)| serde_json::from_str(l).ok())
+            .collect();
+        let code = e.exit.flatten();
+        let mut expect = Map::new();
+        expect.insert("exit".into(), code.map_or(json!("$null"), |c| json!(c)));
+        if let Some(text) = final_message(&events) {
+            expect.insert("final_message".into(), self.subst(&json!(text)));
+        }
+        let cwd = self.relative_cwd(&e.cwd);
+        let took_ms = e.ended.saturating_sub(e.started) / 1000;
+        let step = self.push(
+            e.started,
+            Step::Exec(ExecStep {
+                prompt: None,
+                args,
+                stdin: e.stdin.clone().filter(|s| !s.is_empty()),
+                cwd,
+                expect: Some(Value::Object(expect)),
+                // The default limit is 60 s: a run that took longer gets twice its time.
+                timeout_ms: (took_ms > 50_000).then_some(took_ms * 2),
+                ..ExecStep::default()
+            }),
+            format!(
+                "{when}: codex {} ({} event(s), exit {})",
+                e.args.first().map_or("exec", String::as_str),
+                events.len(),
+                code.map_or("by a signal".into(), |c| c.to_string())
+            ),
+        );
+        for (i, ev) in events.iter().enumerate() {
+            if ev.get("type").and_then(Value::as_str) == Some("thread.started")
+                && let Some(id) = ev.get("thread_id").and_then(Value::as_str)
+            {
+                self.candidates.entry(id.to_string()).or_insert(Candidate {
+                    step,
+                    pointer: format!("/events/{i}/thread_id"),
+                    base: "thread".into(),
+                });
+            }
+        }
+        if e.exit.is_none() {
+            self.d.notes.push(format!(
+                "exec {} ({when}) had not exited when the recording ended",
+                self.execs
+            ));
+        }
+    }
+
+    /// An `exec`'s working directory as a step's `cwd`: `None` for the workspace, a path
+    /// relative to it below it, `None` with a note elsewhere.
+    fn relative_cwd(&mut self, cwd: &Path) -> Option<String> {
+        let workspace = self
+            .paths
+            .iter()
+            .find(|(_, n)| n == "workspace")
+            .map(|(p, _)| PathBuf::from(p))?;
+        match cwd.strip_prefix(&workspace) {
+            Ok(rest) if rest.as_os_str().is_empty() => None,
+            Ok(rest) => Some(rest.to_string_lossy().into_owned()),
+            Err(_) => {
+                self.d.notes.push(format!(
+                    "an exec ran in {}, outside the first one's directory: the replay runs it in the workspace",
+                    cwd.display()
+                ));
+                None
+            }
+        }
+    }
+
     /// A `threadId` param as the file writes it; `None` for `$thread`, the default.
     fn thread_of(&mut self, params: &Value) -> Option<String> {
         params
@@ -770,6 +930,18 @@ fn only_text(item: &Value) -> bool {
         })
 }
 
+/// The text of the last `agent_message` item an exec stream completed.
+fn final_message(events: &[Value]) -> Option<String> {
+    events
+        .iter()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("item.completed"))
+        .filter_map(|e| e.get("item"))
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("agent_message"))
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .next_back()
+        .map(String::from)
+}
+
 fn snake(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
@@ -885,7 +1057,7 @@ mod tests {
 
     /// Writes the file and reads it back with the scenario-file reader.
     fn written(sessions: &[AppSession], exchanges: &[Exchange]) -> Written {
-        let w = write(sessions, exchanges, &meta(), &mut Redactor::default()).unwrap();
+        let w = write(&app(sessions), exchanges, &meta(), &mut Redactor::default()).unwrap();
         if let Err(problems) = load::compile(Path::new("rec.toml"), &w.text) {
             panic!("{}\n{problems:?}", w.text);
         }
@@ -893,6 +1065,14 @@ mod tests {
     }
 
     use crate::scenario_file::load;
+
+    /// App-server sessions alone.
+    fn app(sessions: &[AppSession]) -> Sessions {
+        Sessions {
+            app: sessions.to_vec(),
+            ..Sessions::default()
+        }
+    }
 
     #[test]
     fn a_plain_turn_becomes_a_turn_step_with_its_status_and_text() {
@@ -927,7 +1107,7 @@ mod tests {
             ..meta()
         };
         let e = model(0, 21, &[121, 371], End::Completed);
-        let w = write(&[s.0], &[e], &meta, &mut Redactor::default()).unwrap();
+        let w = write(&app(&[s.0]), &[e], &meta, &mut Redactor::default()).unwrap();
         assert!(w.text.contains("\"gap_ms\": [100,250]"), "{}", w.text);
         load::compile(Path::new("t.toml"), &w.text).unwrap();
     }
@@ -1067,11 +1247,100 @@ mod tests {
         assert_eq!(w.turns, 2);
     }
 
+    /// One `codex exec` as the relay logs it: its stream of `text`, then exit 0.
+    fn exec_run(at: u64, args: &[&str], stdin: &str, thread: &str, text: &str) -> ExecSession {
+        let t = |ms: u64| (at + ms) * 1000;
+        let events = [
+            json!({"type": "thread.started", "thread_id": thread}),
+            json!({"type": "turn.started"}),
+            json!({"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": text}}),
+            json!({"type": "turn.completed", "usage": {"input_tokens": 1}}),
+        ];
+        ExecSession {
+            started: t(0),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: WS.into(),
+            stdin: Some(stdin.into()),
+            lines: events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (t(10 + i as u64), e.to_string()))
+                .collect(),
+            files: vec![],
+            exit: Some(Some(0)),
+            ended: t(100),
+        }
+    }
+
+    #[test]
+    fn exec_runs_become_exec_steps_resumed_by_their_thread() {
+        let mut first = exec_run(
+            0,
+            &[
+                "exec",
+                "--experimental-json",
+                "--cd",
+                WS,
+                "--output-schema",
+                "/tmp/s/schema.json",
+            ],
+            "say hi",
+            "0199aaaa-bbbb-cccc",
+            "hi",
+        );
+        first.files = vec![(
+            "--output-schema".into(),
+            "/tmp/s/schema.json".into(),
+            Some("{\"type\": \"object\"}".into()),
+        )];
+        let second = exec_run(
+            200,
+            &[
+                "exec",
+                "--experimental-json",
+                "resume",
+                "0199aaaa-bbbb-cccc",
+            ],
+            "again",
+            "0199aaaa-bbbb-cccc",
+            "hi again",
+        );
+        let sessions = Sessions {
+            exec: vec![first, second],
+            ..Sessions::default()
+        };
+        let w = write(
+            &sessions,
+            &[
+                model(0, 5, &[8], End::Completed),
+                model(1, 205, &[208], End::Completed),
+            ],
+            &meta(),
+            &mut Redactor::default(),
+        )
+        .unwrap();
+        let t = &w.text;
+        let c = load::compile(Path::new("exec.toml"), t).unwrap_or_else(|e| panic!("{e:?}\n{t}"));
+        assert!(!c.app_server, "an exec file starts no app-server:\n{t}");
+        assert_eq!(w.turns, 2);
+        for part in [
+            "do = \"write_file\"\npath = \".codex-parity/exec-1-schema.json\"\ncontent = \"{\\\"type\\\": \\\"object\\\"}\"",
+            "do = \"exec\"\nargs = [\"--cd\", \"$workspace\", \"--output-schema\", \"${workspace}/.codex-parity/exec-1-schema.json\"]\nstdin = \"say hi\"\nexpect = { exit = 0, final_message = \"hi\" }\ncapture = { thread = \"/events/0/thread_id\" }",
+            "do = \"exec\"\nargs = [\"resume\", \"$thread\"]\nstdin = \"again\"\nexpect = { exit = 0, final_message = \"hi again\" }",
+        ] {
+            assert!(t.contains(part), "{part:?} not in\n{t}");
+        }
+        assert!(
+            !t.contains("experimental-json") && !t.contains("start_thread"),
+            "{t}"
+        );
+    }
+
     #[test]
     fn no_turn_is_refused_and_secrets_are_replaced_everywhere() {
         let mut s = S::new();
         s.thread(10);
-        let err = write(&[s.0.clone()], &[], &meta(), &mut Redactor::default()).unwrap_err();
+        let err = write(&app(&[s.0.clone()]), &[], &meta(), &mut Redactor::default()).unwrap_err();
         assert!(err.to_string().contains("the session had no turn"), "{err}");
         s.turn(20, 2, "turn_0001", "my key is key-secret-42").done(
             30,
@@ -1087,7 +1356,7 @@ mod tests {
         let mut m = meta();
         m.command = vec!["client".into(), "--key=key-secret-42\nname = 'x'".into()];
         let w = write(
-            &[s.0.clone()],
+            &app(&[s.0.clone()]),
             &[model(0, 21, &[25], End::Completed)],
             &m,
             &mut r,
@@ -1107,7 +1376,7 @@ mod tests {
         // A pattern that matches the file's own syntax cannot be applied: refused.
         let mut r = Redactor::new(&["summary".into()], vec![]).unwrap();
         let err = write(
-            &[s.0],
+            &app(&[s.0]),
             &[model(0, 21, &[25], End::Completed)],
             &meta(),
             &mut r,

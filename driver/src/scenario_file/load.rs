@@ -858,9 +858,9 @@ mod tests {
 
     #[test]
     fn exec_steps_name_their_problems() {
-        let e = errors("[[step]]\ndo = \"exec\"\nargs = []\n");
+        let e = errors("[[step]]\ndo = \"exec\"\nargs = 3\n");
         assert!(
-            e[0].starts_with("f.toml:4:1: in this step: missing field `prompt`"),
+            e[0].starts_with("f.toml:4:1: in this step: invalid type: integer `3`"),
             "{e:?}"
         );
         let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\njson = true\n");

@@ -19,8 +19,10 @@ const EXEC_WAIT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecStep {
-    /// The prompt, the last argument (`-`: read from `stdin`).
-    pub prompt: String,
+    /// The prompt, the last argument (`-`: read from `stdin`); absent, the arguments end
+    /// as they are (a prompt among them, or none: codex reads it from `stdin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
     /// The arguments before the prompt (`--json` is added by the harness); a first
     /// `resume` runs `codex exec resume`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -67,10 +69,10 @@ impl ExecStep {
 
     pub(super) fn uses<'a>(&'a self, u: &mut Uses<'a>) {
         u.paths.extend(self.cwd.as_deref());
-        u.texts.push(&self.prompt);
         u.texts.extend(
-            self.args
+            self.prompt
                 .iter()
+                .chain(&self.args)
                 .chain(&self.stdin)
                 .chain(&self.cwd)
                 .map(String::as_str),
@@ -85,7 +87,9 @@ impl ExecStep {
             .iter()
             .map(|a| run.text(a))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        all.push(run.text(&self.prompt)?);
+        if let Some(prompt) = &self.prompt {
+            all.push(run.text(prompt)?);
+        }
         let stdin = self.stdin.as_deref().map(|s| run.text(s)).transpose()?;
         let cwd = match &self.cwd {
             Some(c) => {
