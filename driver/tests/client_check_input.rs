@@ -586,3 +586,68 @@ fn mutations_all_is_the_whole_list() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     sandbox.assert_clean("--mutations all");
 }
+
+/// client-check killed with SIGKILL while COMMAND (a `sh -c` whose own child holds the
+/// session open) runs: COMMAND dies with it (the parent-death signal), the guard kills the
+/// rest of its process group, and no directory of the check is left in `TMPDIR`. A client
+/// that prints a secret of its environment writes it into no kept output.
+#[test]
+fn a_killed_client_check_leaves_no_process_and_no_directory() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root.path();
+    let from = transcript(dir, "turn.json", TURN);
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &from,
+        "--mutations",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600 & wait",
+    ]);
+    let mut child = cmd.spawn().unwrap();
+    sandbox.wait_for_running("sleep 600", 1, Duration::from_secs(30));
+    support::signal(child.id(), rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "processes left by the killed client-check: {left:?}"
+    );
+    assert!(
+        support::wait_until(Duration::from_secs(10), || Sandbox::leftovers(&sandbox.tmp)
+            .is_empty()),
+        "left in TMPDIR: {:?}",
+        Sandbox::leftovers(&sandbox.tmp)
+    );
+    // A client that prints its key: the kept output does not hold it.
+    let report = dir.join("report");
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &from,
+        "--mutations",
+        "none",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo my key is $MY_SERVICE_TOKEN; echo $MY_SERVICE_TOKEN >&2",
+    ]);
+    cmd.env("MY_SERVICE_TOKEN", "tok-PLANTED-0123456789");
+    let o = support::wait_with_timeout(cmd.spawn().unwrap(), Duration::from_secs(60), "check");
+    assert!(!text(&o).contains("PLANTED"), "{}", text(&o));
+    for file in Sandbox::leftovers(&report) {
+        let path = report.join(&file);
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("PLANTED"),
+                "{file} holds the planted token"
+            );
+        }
+    }
+}

@@ -19,6 +19,8 @@ use crate::client_check::served::{self, Served};
 use crate::client_check::source::Source;
 use crate::client_check::verdict::{Row, RowResult, Verdict};
 use crate::codex::binaries::OneBinary;
+use crate::harness::guard::Guard;
+use crate::record::redact::Redactor;
 use crate::record::shim::{self, CODEX_ENV};
 
 /// What to check.
@@ -62,6 +64,8 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             program.to_string_lossy()
         );
     }
+    // From here on, a client-check killed outright leaves no COMMAND running.
+    let mut guard = Guard::start(&o.exe)?;
     let temp = tempfile::Builder::new()
         .prefix("codex-parity-check-")
         .tempdir()
@@ -103,7 +107,7 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             Ok(script) => {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
                 let said = script.notes.clone();
-                let ran = run_one(o, &dir, script).await?;
+                let ran = run_one(o, &dir, script, &mut guard).await?;
                 let mut row = judge(mutation, must, &ran, o, &reference);
                 row.notes.extend(said);
                 if *mutation == Mutation::None {
@@ -188,7 +192,12 @@ struct Ran {
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
 /// pauses `slow` adds, so that a slow session never times out by itself.
-async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Result<Ran> {
+async fn run_one(
+    o: &CheckOptions,
+    dir: &Path,
+    mut script: Script,
+    guard: &mut Guard,
+) -> anyhow::Result<Ran> {
     // Only this run's records may judge it: nothing of an earlier check in the same place.
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("emptying {}", dir.display()))?;
@@ -210,7 +219,8 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
             .with_context(|| format!("creating {n} in {}", dir.display()))
     };
     let started = Instant::now();
-    let mut child = tokio::process::Command::new(&o.command[0])
+    let mut command = tokio::process::Command::new(&o.command[0]);
+    command
         .args(&o.command[1..])
         .env("PATH", path)
         .env(CODEX_ENV, &codex)
@@ -218,9 +228,15 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         .stdout(file("stdout.txt")?)
         .stderr(file("stderr.txt")?)
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    // COMMAND dies with client-check, and the guard takes the rest of its group.
+    codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
+    let mut child = command
         .spawn()
         .with_context(|| format!("starting {}", o.command[0].to_string_lossy()))?;
+    if let Some(pid) = child.id() {
+        guard.watch(pid)?;
+    }
     let group = child
         .id()
         .and_then(|p| rustix::process::Pid::from_raw(p as i32));
@@ -248,7 +264,11 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    if let Some(group) = group {
+        guard.release(group.unsigned_abs());
+    }
     let escaped = stop_escaped(dir, group).await;
+    redact_output(dir)?;
     Ok(Ran {
         status,
         seconds,
@@ -259,6 +279,26 @@ async fn run_one(o: &CheckOptions, dir: &Path, mut script: Script) -> anyhow::Re
         stdout: std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default(),
         connections,
     })
+}
+
+/// COMMAND's output as kept (in `--report DIR`), with the values of the environment's
+/// secret variables and secret-shaped text replaced (`crate::record::redact`): a client
+/// that prints its key does not write it into a report a CI job uploads.
+fn redact_output(dir: &Path) -> anyhow::Result<()> {
+    let mut redactor =
+        Redactor::for_recording(&[], "OPENAI_API_KEY", std::env::vars_os(), Vec::new())?;
+    for name in ["stdout.txt", "stderr.txt"] {
+        let path = dir.join(name);
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let clean = redactor.bytes(&bytes);
+        if clean != bytes {
+            std::fs::write(&path, clean)
+                .with_context(|| format!("rewriting {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// How long COMMAND's process group may take to be gone after its SIGKILL.
