@@ -16,6 +16,7 @@
 //! | [`record`] | recording an integrator's session: the shim, the recording proxy, the scenario file written from both sides |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`client_check`] | the integrator's client served a session and its mutations by a mock app-server, and the verdict |
+//! | [`upgrade`] | "can I upgrade from A to B?": the uses, the recordings, the client and the known changes, one verdict |
 //! | [`bench`] | measurements: overhead, suite, soak, load |
 //!
 //! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them;
@@ -33,6 +34,7 @@ pub mod report;
 pub mod scenario_file;
 pub mod scenarios;
 pub mod suggest;
+pub mod upgrade;
 
 /// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock
 /// must not hide what was recorded.

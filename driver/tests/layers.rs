@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "record",
     "report",
     "client_check",
+    "upgrade",
     "bench",
     "cli",
 ];

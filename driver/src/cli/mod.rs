@@ -18,6 +18,7 @@ mod sidecar;
 mod sources;
 mod surface;
 mod sweep;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -150,6 +151,20 @@ enum Command {
     /// source, a source without client requests, COMMAND not found, an unknown mutation).
     #[command(verbatim_doc_comment)]
     ClientCheck(client_check::ClientCheckArgs),
+    /// Can I upgrade from A to B? One verdict from everything your integration relies on:
+    /// your uses file checked from A to B, each of your recordings run on A and on B, your
+    /// client checked against each recording's session as A and as B send it, and the
+    /// catalogue's known changes between them (docs/upgrade.md).
+    ///
+    /// Example: codex-parity upgrade --from 0.161.0 --to 0.171.0 --uses codex-uses.txt \
+    ///              --recordings tests/codex -- python3 my_client.py
+    ///
+    /// Exit status: 0 when nothing your integration relies on broke; 1 when something did
+    /// (each named: a use changed incompatibly, a recording that does not replay on B, your
+    /// client failing on B's session); 2 on bad input (an unreadable uses file, a folder
+    /// without scenario files, a codex that cannot be had).
+    #[command(verbatim_doc_comment)]
+    Upgrade(upgrade::UpgradeArgs),
     /// (internal) The mock app-server the `codex` shim of `client-check` runs.
     #[command(name = "client-check-serve", hide = true)]
     ClientCheckServe {
@@ -464,6 +479,7 @@ impl Cli {
                 ExitCode::from(codex_parity::harness::guard::serve(run_dir) as u8)
             }
             Command::ClientCheck(args) => with_runtime(client_check::client_check(args)),
+            Command::Upgrade(args) => with_runtime(upgrade::upgrade(args)),
             Command::ClientCheckServe { dir, args } => exit_status(client_check::serve(dir, args)),
             Command::Review(args) => exit_status(review::review(args)),
             Command::Bench(args) => with_runtime(bench::bench(args)),
@@ -489,6 +505,7 @@ impl Command {
             Command::Run(_)
                 | Command::Record(_)
                 | Command::ClientCheck(_)
+                | Command::Upgrade(_)
                 | Command::Bench(_)
                 | Command::Bisect(_)
                 | Command::SchemaDiff { .. }

@@ -1,7 +1,8 @@
 //! Where a command writes its report (`run --report`, `merge --report`, `client-check
-//! --report`): a directory that holds this invocation's files and nothing else, so that no
-//! verdict, and no later command reading the directory (`merge`, `surface init --from`,
-//! `client-check --from … as:VERSION`), takes another run's file for this run's.
+//! --report`, `upgrade --report`): a directory that holds this invocation's files and
+//! nothing else, so that no verdict, and no later command reading the directory (`merge`,
+//! `surface init --from`, `client-check --from … as:VERSION`), takes another run's file for
+//! this run's.
 //!
 //! [`prepare`] is called before anything runs: a new or empty directory is taken as it is;
 //! one holding files is refused, unless the user asked to replace them
@@ -18,7 +19,7 @@ pub const REPLACE_FLAG: &str = "--replace-report";
 
 /// The names codex-parity writes into a report directory: what [`REPLACE_FLAG`] may
 /// remove. (`run.log` is the log `sweep` keeps beside a release's report.)
-pub const OWN_NAMES: [&str; 9] = [
+pub const OWN_NAMES: [&str; 11] = [
     "results.json",
     "junit.xml",
     "report.md",
@@ -27,6 +28,8 @@ pub const OWN_NAMES: [&str; 9] = [
     "client-check.json",
     "runs",
     "run.log",
+    "upgrade.json",
+    "upgrade.md",
     PROBE,
 ];
 

@@ -16,6 +16,10 @@ variable CODEX_PARITY_CODEX, else `codex` on PATH. The one argument is the mode:
 - secrets: the plain flow, its turn's text taken from the environment variable
   RECORD_TEST_PROMPT (a test plants secrets there and in the ignored extra arguments).
 - hang: starts codex and a thread, then waits 10 minutes (a test kills `record` meanwhile).
+- strict: the plain flow, but the client refuses a `thread/start` result with a top-level
+  field it does not know (a strict model, as typed SDKs have): the fields it knows are
+  CLIENT_KNOWN_FIELDS (comma-separated), by default those codex 0.131.0 sends. Exits 4
+  naming the field.
 
 Arguments after the mode are ignored.
 
@@ -52,6 +56,13 @@ MODES = (
     "no-turn",
     "secrets",
     "hang",
+    "strict",
+)
+
+# The top-level fields of codex 0.131.0's thread/start result.
+KNOWN_0_131 = (
+    "activePermissionProfile,approvalPolicy,approvalsReviewer,cwd,instructionSources,model,"
+    "modelProvider,reasoningEffort,runtimeWorkspaceRoots,sandbox,serviceTier,thread"
 )
 
 LOOKUP_TOOL = {
@@ -67,6 +78,7 @@ TURN_TEXT = {
     "approval": "run the command",
     "steer": "write a fruit list",
     "interrupt": "take your time",
+    "strict": "say hello",
 }
 
 
@@ -251,6 +263,11 @@ def run(codex, mode):
     thread_id = (started.get("thread") or {}).get("id")
     if not isinstance(thread_id, str):
         raise Failure(f"thread/start: no result.thread.id in {json.dumps(started)}")
+    if mode == "strict":
+        known = set(os.environ.get("CLIENT_KNOWN_FIELDS", KNOWN_0_131).split(","))
+        unknown = sorted(set(started) - known)
+        if unknown:
+            raise Failure(f"thread/start: unknown field {unknown[0]} in the result")
     if mode == "no-turn":
         return
     if mode == "hang":
@@ -300,7 +317,7 @@ def main():
         codex.close()
     except Failure as err:
         print(f"record-test-client ({mode}): {err}", file=sys.stderr)
-        return 1
+        return 4 if mode == "strict" else 1
     finally:
         if codex is not None:
             codex.kill()
