@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use codex_parity::app_server::transcript::SentKind;
 use codex_parity::codex::binaries::{self};
-use codex_parity::codex::conformance::{Direction, Verdict};
+use codex_parity::codex::conformance::{Conformity, Direction};
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::drift::transcript;
@@ -102,23 +102,23 @@ async fn the_real_schema_rejects_a_renamed_or_retyped_field() {
         .clone();
     let check =
         |payload: &Value| conformance.check(Direction::Notification, "turn/completed", payload);
-    assert_eq!(check(&completed), Verdict::Conforms);
+    assert_eq!(check(&completed), Conformity::Conforms);
     let mut renamed = completed.clone();
     let turn = renamed.as_object_mut().unwrap().remove("turn").unwrap();
     renamed["turnRenamed"] = turn;
-    let Verdict::Violates(found) = check(&renamed) else {
+    let Conformity::Violates(found) = check(&renamed) else {
         panic!("a renamed field conforms")
     };
     assert!(found.iter().any(|v| v.wanted.contains("turn")), "{found:?}");
     let mut retyped = completed.clone();
     retyped["turn"]["id"] = Value::from(5);
-    let Verdict::Violates(found) = check(&retyped) else {
+    let Conformity::Violates(found) = check(&retyped) else {
         panic!("a retyped field conforms")
     };
     assert_eq!(found[0].pointer, "/turn/id", "{found:?}");
     assert_eq!(
         conformance.check(Direction::Notification, "turn/teleported", &completed),
-        Verdict::UnknownMethod
+        Conformity::UnknownMethod
     );
 }
 
@@ -136,7 +136,7 @@ async fn golden_transcripts_match_on_the_pinned_version() {
     assert!(!golden.is_empty(), "no scenario keeps a golden transcript");
     for name in golden {
         let ran = run(&target, name).await;
-        let record = runner::Record {
+        let record = runner::Cell {
             golden: codex_parity::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,
@@ -177,7 +177,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
             .unwrap();
         let target = support::target_of(binary.clone()).await;
         let ran = run(&target, "smoke_uses_mock_responses").await;
-        records.push(runner::Record {
+        records.push(runner::Cell {
             golden: codex_parity::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,

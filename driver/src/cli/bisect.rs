@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
+use codex_parity::harness::bisect::{self, Bisection, Finding, Fingerprint};
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::plan::{Options, Plan, PlanBuilder};
@@ -178,7 +178,7 @@ fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
         started.elapsed().as_secs_f64()
     );
     match &result.verdict {
-        Verdict::Found(changes) => {
+        Finding::Found(changes) => {
             let first = &changes[0];
             println!("\nfirst changed release: {}", first.after.version);
             println!("  {}: {}", first.before.version, first.before.outcome);
@@ -192,7 +192,7 @@ fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
             println!("{footer}");
             ExitCode::SUCCESS
         }
-        Verdict::NotMonotonic([a, b, c]) => {
+        Finding::NotMonotonic([a, b, c]) => {
             println!(
                 "\nnot monotonic: the outcome flips back between the ends: {} and {} agree, {} \
                  in between differs; bisect a narrower range",
@@ -204,7 +204,7 @@ fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
             println!("{footer}");
             ExitCode::from(1)
         }
-        Verdict::Unchanged => {
+        Finding::Unchanged => {
             println!(
                 "\nno change: both ends have the same outcome ({}); if it changed and \
                  changed back in between, bisect a narrower range\n{footer}",

@@ -58,7 +58,7 @@ pub struct Violation {
 
 /// The outcome of checking one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Conformity {
     /// It conforms.
     Conforms,
     /// It does not: where and how.
@@ -162,32 +162,32 @@ impl Conformance {
     }
 
     /// Checks one message: `payload` is its params, result or error.
-    pub fn check(&self, direction: Direction, method: &str, payload: &Value) -> Verdict {
+    pub fn check(&self, direction: Direction, method: &str, payload: &Value) -> Conformity {
         let index = match direction {
             Direction::Notification => match self.notifications.get(method) {
                 Some(i) => *i,
-                None => return Verdict::UnknownMethod,
+                None => return Conformity::UnknownMethod,
             },
             Direction::ServerRequest => match self.server_requests.get(method) {
                 Some(i) => *i,
-                None => return Verdict::UnknownMethod,
+                None => return Conformity::UnknownMethod,
             },
             Direction::Response => match self.responses.get(method) {
                 Some(i) => *i,
-                None => return Verdict::Unchecked,
+                None => return Conformity::Unchecked,
             },
             Direction::Error => match self.error {
                 Some(i) => i,
-                None => return Verdict::Unchecked,
+                None => return Conformity::Unchecked,
             },
         };
         match self.schemas.validate(payload, index) {
-            Ok(()) => Verdict::Conforms,
+            Ok(()) => Conformity::Conforms,
             Err(e) => {
                 let mut found = Vec::new();
                 explain(&e, payload, &mut found);
                 found.dedup();
-                Verdict::Violates(found)
+                Conformity::Violates(found)
             }
         }
     }
@@ -384,14 +384,14 @@ mod tests {
         })
     }
 
-    fn check(direction: Direction, method: &str, payload: Value) -> Verdict {
+    fn check(direction: Direction, method: &str, payload: Value) -> Conformity {
         let c = Conformance::compile(bundle()).unwrap();
         c.check(direction, method, &payload)
     }
 
-    fn one(verdict: Verdict) -> Violation {
+    fn one(verdict: Conformity) -> Violation {
         match verdict {
-            Verdict::Violates(v) if v.len() == 1 => v[0].clone(),
+            Conformity::Violates(v) if v.len() == 1 => v[0].clone(),
             other => panic!("expected one violation, got {other:?}"),
         }
     }
@@ -401,29 +401,29 @@ mod tests {
         let item = json!({"item": {"type": "agentMessage", "text": "hi"}, "note": null});
         assert_eq!(
             check(Direction::Notification, "item/completed", item),
-            Verdict::Conforms
+            Conformity::Conforms
         );
         assert_eq!(
             check(Direction::Notification, "ping", Value::Null),
-            Verdict::Conforms
+            Conformity::Conforms
         );
         let thread = json!({"thread": {"id": "t"}});
         assert_eq!(
             check(Direction::Response, "thread/start", thread),
-            Verdict::Conforms
+            Conformity::Conforms
         );
         let init = json!({"userAgent": "x"});
         assert_eq!(
             check(Direction::Response, "initialize", init),
-            Verdict::Conforms
+            Conformity::Conforms
         );
         let call = json!({"callId": "c"});
         assert_eq!(
             check(Direction::ServerRequest, "item/tool/call", call),
-            Verdict::Conforms
+            Conformity::Conforms
         );
         let error = json!({"code": -32600, "message": "no"});
-        assert_eq!(check(Direction::Error, "x", error), Verdict::Conforms);
+        assert_eq!(check(Direction::Error, "x", error), Conformity::Conforms);
     }
 
     #[test]
@@ -461,15 +461,15 @@ mod tests {
     fn unknown_methods_and_unnamed_responses_are_told_apart() {
         assert_eq!(
             check(Direction::Notification, "brand/new", json!({})),
-            Verdict::UnknownMethod
+            Conformity::UnknownMethod
         );
         assert_eq!(
             check(Direction::ServerRequest, "brand/new", json!({})),
-            Verdict::UnknownMethod
+            Conformity::UnknownMethod
         );
         assert_eq!(
             check(Direction::Response, "nope", json!({})),
-            Verdict::Unchecked
+            Conformity::Unchecked
         );
         let missing = one(check(Direction::Response, "thread/start", json!({})));
         assert_eq!((missing.pointer.as_str(), missing.got.as_str()), ("", "{}"));

@@ -16,7 +16,7 @@
 //! `codex-parity run --bless` turns the comparison off and, after the run, proposes the
 //! golden files of those scenarios that ran to their end on each binary (passed, or
 //! differed only in drift, listed or not: drift is the baselines' to judge, see
-//! [`Record::ran_to_end`]), from the requests they captured ([`bless`]), as pending files
+//! [`Cell::ran_to_end`]), from the requests they captured ([`bless`]), as pending files
 //! in a checkout's `fixtures/` ([`Expectations::bless_dir`]) that `codex-parity review`
 //! shows and accepts; a release whose requests equal the file that already covers it gets
 //! none.
@@ -38,7 +38,7 @@ use crate::drift::request_diff::diff_requests;
 use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
 use crate::harness::pending;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 use crate::harness::scenario::Ctx;
 
 /// The folder of the expectations that holds golden requests.
@@ -265,7 +265,7 @@ impl std::fmt::Display for BlessOutcome {
 /// end), for the binaries that ran them, into the expectations directory
 /// `root`; returns what happened to each scenario run (one [`BlessOutcome`] each). A
 /// release whose requests equal the golden file already covering it gets no file.
-pub fn bless(records: &[Record], binaries: &[CodexBinary], root: &Path) -> Vec<BlessOutcome> {
+pub fn bless(records: &[Cell], binaries: &[CodexBinary], root: &Path) -> Vec<BlessOutcome> {
     let mut report = Vec::new();
     let there = Expectations::Dir(root.to_path_buf());
     for r in records.iter().filter(|r| r.golden.requests) {
@@ -418,7 +418,7 @@ mod tests {
             "body": {"prompt_cache_key": "01a22a00-d984-78c0-836b-c95f90401a77"}
         }))
         .unwrap();
-        let record = |scenario: &'static str, outcome: Outcome| Record {
+        let record = |scenario: &'static str, outcome: Outcome| Cell {
             // Only the request-shape scenarios declare golden requests.
             golden: crate::harness::scenario::GoldenKinds {
                 requests: scenario.starts_with("request_shape"),

@@ -25,7 +25,7 @@ use crate::drift::transcript_diff::{changes, shape};
 use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
 use crate::harness::pending;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 
 /// The folder of the expectations that holds golden transcripts.
 pub const KIND: &str = "golden-transcripts";
@@ -50,12 +50,12 @@ pub enum Compared {
 }
 
 /// Whether a record is one a golden transcript is kept for: a listed scenario that ran to
-/// its end ([`Record::ran_to_end`]: drift, listed or not, is the baselines' to judge).
-fn golden_worthy(record: &Record) -> bool {
+/// its end ([`Cell::ran_to_end`]: drift, listed or not, is the baselines' to judge).
+fn golden_worthy(record: &Cell) -> bool {
     record.golden.transcript && !record.transcripts.is_empty() && record.ran_to_end()
 }
 
-fn version_of(record: &Record) -> &str {
+fn version_of(record: &Cell) -> &str {
     record.label.strip_prefix("codex-").unwrap_or(&record.label)
 }
 
@@ -63,7 +63,7 @@ fn version_of(record: &Record) -> &str {
 /// file's name and release; `None` when no release at or below it has one.
 fn against_covering(
     expectations: &Expectations,
-    record: &Record,
+    record: &Cell,
 ) -> anyhow::Result<Option<(String, String, Vec<String>)>> {
     let Some((from, name, text)) =
         expectations.read_covering(KIND, record.scenario, version_of(record))?
@@ -85,7 +85,7 @@ fn against_covering(
 
 /// Compares one record with the golden file covering its release (the nearest release at
 /// or below it that has one); `None` when the record has none to compare.
-pub fn compare(expectations: &Expectations, record: &Record) -> anyhow::Result<Option<Compared>> {
+pub fn compare(expectations: &Expectations, record: &Cell) -> anyhow::Result<Option<Compared>> {
     if !golden_worthy(record) {
         return Ok(None);
     }
@@ -99,7 +99,7 @@ pub fn compare(expectations: &Expectations, record: &Record) -> anyhow::Result<O
 /// Judges one record by the golden transcript covering its release: a record whose
 /// transcript differs from it is failed, the reason naming the file and each change (as
 /// the matrix counts every failure, a golden file's among them). Returns whether it failed.
-pub fn judge(expectations: &Expectations, record: &mut Record) -> bool {
+pub fn judge(expectations: &Expectations, record: &mut Cell) -> bool {
     let why = match compare(expectations, record) {
         Ok(Some(Compared::Differs(file, from, lines))) => {
             let since = if from == version_of(record) {
@@ -134,7 +134,7 @@ pub fn judge(expectations: &Expectations, record: &mut Record) -> bool {
 
 /// The records of listed scenarios on a release older than every golden file: one line
 /// each, saying how to make one (not a failure).
-pub fn missing(expectations: &Expectations, records: &[Record]) -> anyhow::Result<String> {
+pub fn missing(expectations: &Expectations, records: &[Cell]) -> anyhow::Result<String> {
     let mut text = String::new();
     for r in records {
         if let Some(Compared::Missing) = compare(expectations, r)? {
@@ -155,7 +155,7 @@ pub fn missing(expectations: &Expectations, records: &[Record]) -> anyhow::Resul
 /// expectations directory `root`, as pending files (see [`crate::harness::pending`]), but
 /// none for a transcript with the shape of the golden file already covering its release
 /// there (its own or an earlier release's); returns the pending files written.
-pub fn bless(root: &Path, records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn bless(root: &Path, records: &[Cell]) -> anyhow::Result<Vec<PathBuf>> {
     let there = Expectations::Dir(root.to_path_buf());
     let mut written = Vec::new();
     for r in records.iter().filter(|r| golden_worthy(r)) {
@@ -186,13 +186,13 @@ mod tests {
     use crate::app_server::transcript::{Sent, SentKind};
     use crate::harness::tally::Connection;
 
-    fn record(status: &str) -> Record {
+    fn record(status: &str) -> Cell {
         let message = Sent::new(
             SentKind::Notification,
             "turn/completed",
             json!({"turn": {"status": status}}),
         );
-        Record {
+        Cell {
             golden: crate::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,

@@ -13,7 +13,7 @@ use crate::codex::versions;
 use crate::drift::normalize;
 use crate::drift::request_diff::{diff_requests, lines};
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 
 /// New change lines printed per request at most; the rest are counted.
 const LINES_PER_REQUEST: usize = 40;
@@ -26,8 +26,8 @@ pub fn oldest_first(binaries: &[CodexBinary]) -> Vec<CodexBinary> {
 }
 
 /// The report: one block per scenario, one section per pair of consecutive versions.
-pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
-    let not_compared = |a: &Record, b: &Record| {
+pub fn report(records: &[Cell], binaries: &[CodexBinary]) -> String {
+    let not_compared = |a: &Cell, b: &Cell| {
         [a, b].iter().find_map(|r| match &r.outcome {
             Outcome::NotApplicable(why) => Some(format!("n/a on {}: {why}", r.label)),
             _ => None,
@@ -43,10 +43,10 @@ pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
 /// shown once is then only counted.
 pub fn pairwise(
     what: &str,
-    records: &[Record],
+    records: &[Cell],
     binaries: &[CodexBinary],
-    not_compared: impl Fn(&Record, &Record) -> Option<String>,
-    mut pair: impl FnMut(&Record, &Record, &mut HashSet<String>) -> String,
+    not_compared: impl Fn(&Cell, &Cell) -> Option<String>,
+    mut pair: impl FnMut(&Cell, &Cell, &mut HashSet<String>) -> String,
 ) -> String {
     let labels: Vec<String> = oldest_first(binaries)
         .iter()
@@ -87,7 +87,7 @@ pub fn pairwise(
 }
 
 /// One pair's section, after `old -> new: `.
-fn pair_text(a: &Record, b: &Record, seen: &mut HashSet<String>) -> String {
+fn pair_text(a: &Cell, b: &Cell, seen: &mut HashSet<String>) -> String {
     let (old, new) = (
         normalize::model_requests(&a.requests),
         normalize::model_requests(&b.requests),
@@ -207,8 +207,8 @@ mod tests {
         .unwrap()
     }
 
-    fn record(scenario: &'static str, version: &str, requests: Vec<CapturedRequest>) -> Record {
-        Record {
+    fn record(scenario: &'static str, version: &str, requests: Vec<CapturedRequest>) -> Cell {
+        Cell {
             golden: crate::harness::scenario::GoldenKinds::default(),
             scenario,
             id: "E1",
@@ -269,7 +269,7 @@ mod tests {
                 "0.131.0",
                 vec![old("d3c1f7a2-2b1e-4f5a-8c6d-0e9f8a7b6c04")],
             ),
-            Record {
+            Cell {
                 outcome: Outcome::NotApplicable("no goals".into()),
                 ..record("three", "0.131.0", vec![])
             },

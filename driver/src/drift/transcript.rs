@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::app_server::transcript::Sent;
 use crate::drift::normalize::Normalizer;
 use crate::harness::coverage::Exercised;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 use crate::harness::tally::Connection;
 
 /// The file a kept world's transcript is written to, in the world's root directory.
@@ -94,7 +94,7 @@ pub fn exercised_of(doc: &Value) -> Exercised {
 }
 
 /// The transcript document of one record (see the module docs).
-pub fn document(record: &Record, version: &str) -> Value {
+pub fn document(record: &Cell, version: &str) -> Value {
     json!({
         "codex": version,
         "scenario": record.scenario,
@@ -103,13 +103,13 @@ pub fn document(record: &Record, version: &str) -> Value {
 }
 
 /// The version in a record's label (`codex-0.171.0` → `0.171.0`).
-fn version_of(record: &Record) -> &str {
+fn version_of(record: &Cell) -> &str {
     record.label.strip_prefix("codex-").unwrap_or(&record.label)
 }
 
 /// Writes `DIR/transcripts/VERSION/SCENARIO.json` for every record that has a transcript;
 /// returns how many files it wrote.
-pub fn write_report(dir: &Path, records: &[Record]) -> anyhow::Result<usize> {
+pub fn write_report(dir: &Path, records: &[Cell]) -> anyhow::Result<usize> {
     let mut written = 0;
     for record in records.iter().filter(|r| !r.transcripts.is_empty()) {
         let version = version_of(record);
@@ -125,7 +125,7 @@ pub fn write_report(dir: &Path, records: &[Record]) -> anyhow::Result<usize> {
 
 /// Writes each kept world's part of its scenario's transcript to `WORLD/transcript.json`
 /// (normalised over the whole scenario); returns the files written.
-pub fn write_kept(records: &[Record]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn write_kept(records: &[Cell]) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for record in records {
         let version = version_of(record);

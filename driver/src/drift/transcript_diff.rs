@@ -21,7 +21,7 @@ use crate::codex::binaries::CodexBinary;
 use crate::drift::request_drift;
 use crate::drift::transcript;
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 
 /// New change lines printed per scenario and pair of versions at most.
 const LINES_PER_PAIR: usize = 40;
@@ -212,8 +212,8 @@ fn join(types: &BTreeSet<&'static str>) -> String {
 
 /// The report: per scenario, one section per pair of consecutive versions, oldest first.
 /// Within a pair, a line already shown for an earlier scenario is only counted.
-pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
-    let not_compared = |a: &Record, b: &Record| {
+pub fn report(records: &[Cell], binaries: &[CodexBinary]) -> String {
+    let not_compared = |a: &Cell, b: &Cell| {
         (!comparable(a) || !comparable(b)).then(|| "n/a or no transcript".to_string())
     };
     request_drift::pairwise(
@@ -225,11 +225,11 @@ pub fn report(records: &[Record], binaries: &[CodexBinary]) -> String {
     )
 }
 
-fn comparable(r: &Record) -> bool {
+fn comparable(r: &Cell) -> bool {
     !matches!(r.outcome, Outcome::NotApplicable(_)) && !r.transcripts.is_empty()
 }
 
-fn pair_text(a: &Record, b: &Record, seen: &mut HashSet<String>) -> String {
+fn pair_text(a: &Cell, b: &Cell, seen: &mut HashSet<String>) -> String {
     let (old, new) = (
         shape(&transcript::normalize(&a.transcripts)),
         shape(&transcript::normalize(&b.transcripts)),

@@ -115,7 +115,7 @@ pub struct Change<O> {
 
 /// What a bisection found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict<O> {
+pub enum Finding<O> {
     /// The outcome changed, in order, at each of these (the first is the answer; more than
     /// one when the first change led to an outcome other than the bad end's).
     Found(Vec<Change<O>>),
@@ -130,7 +130,7 @@ pub enum Verdict<O> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bisection<O> {
     /// What it found.
-    pub verdict: Verdict<O>,
+    pub verdict: Finding<O>,
     /// The probes, in the order they ran.
     pub probes: Vec<Probe<O>>,
 }
@@ -188,7 +188,7 @@ where
         None
     }
 
-    fn done(self, verdict: Verdict<O>) -> Bisection<O> {
+    fn done(self, verdict: Finding<O>) -> Bisection<O> {
         let probes = self.order.iter().map(|&i| self.at(i)).collect();
         Bisection { verdict, probes }
     }
@@ -214,7 +214,7 @@ where
     };
     let (good, bad) = (p.outcome(0).await?, p.outcome(last).await?);
     if good == bad {
-        return Ok(p.done(Verdict::Unchanged));
+        return Ok(p.done(Finding::Unchanged));
     }
     let mut changes = Vec::new();
     let mut lo = 0;
@@ -235,7 +235,7 @@ where
             let mid = lo + (hi - lo) / 2;
             let o = p.outcome(mid).await?;
             if let Some(evidence) = p.flip() {
-                return Ok(p.done(Verdict::NotMonotonic(evidence)));
+                return Ok(p.done(Finding::NotMonotonic(evidence)));
             }
             if o == current { lo = mid } else { hi = mid }
         }
@@ -244,7 +244,7 @@ where
             after: p.at(hi),
         });
         if p.known[&hi] == bad {
-            return Ok(p.done(Verdict::Found(changes)));
+            return Ok(p.done(Finding::Found(changes)));
         }
         lo = hi;
     }
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn finds_the_first_changed_release_in_few_probes() {
         let b = run("GGGGGGGGGGGGBBBBBBBBBBBBBBBBBBBBB");
-        let Verdict::Found(changes) = &b.verdict else {
+        let Finding::Found(changes) = &b.verdict else {
             panic!("{b:?}")
         };
         assert_eq!(changes.len(), 1);
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn a_range_of_one_step_probes_only_the_ends() {
         let b = run("GB");
-        let Verdict::Found(changes) = &b.verdict else {
+        let Finding::Found(changes) = &b.verdict else {
             panic!("{b:?}")
         };
         assert_eq!(changes[0].after.version, "0.2.0");
@@ -311,15 +311,15 @@ mod tests {
     #[test]
     fn the_change_at_the_bad_end_or_right_after_the_good_one() {
         let b = run("GGGGGGB");
-        assert!(matches!(&b.verdict, Verdict::Found(c) if c[0].after.version == "0.7.0"));
+        assert!(matches!(&b.verdict, Finding::Found(c) if c[0].after.version == "0.7.0"));
         let b = run("GBBBBBB");
-        assert!(matches!(&b.verdict, Verdict::Found(c) if c[0].after.version == "0.2.0"));
+        assert!(matches!(&b.verdict, Finding::Found(c) if c[0].after.version == "0.2.0"));
     }
 
     #[test]
     fn every_change_on_the_way_to_a_third_outcome_is_listed() {
         let b = run("GGGXXXXBBB");
-        let Verdict::Found(changes) = &b.verdict else {
+        let Finding::Found(changes) = &b.verdict else {
             panic!("{b:?}")
         };
         let at: Vec<(&str, char)> = changes
@@ -333,7 +333,7 @@ mod tests {
     fn an_outcome_that_comes_back_is_not_monotonic_with_its_evidence() {
         // Good, a third outcome, good again, then bad: the probes show G, X, G in order.
         let b = run("GGXXGGBB");
-        let Verdict::NotMonotonic([first, middle, last]) = &b.verdict else {
+        let Finding::NotMonotonic([first, middle, last]) = &b.verdict else {
             panic!("{b:?}")
         };
         assert_eq!(
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn the_same_outcome_at_both_ends_is_unchanged() {
         let b = run("GGBBGG");
-        assert_eq!(b.verdict, Verdict::Unchanged);
+        assert_eq!(b.verdict, Finding::Unchanged);
         assert_eq!(b.probes.len(), 2);
     }
 

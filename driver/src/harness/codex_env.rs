@@ -1,7 +1,7 @@
 //! The environment a harness-started `codex app-server` gets: nothing of the caller's but
 //! `PATH` (no `OPENAI_*` or `CODEX_*`), `HOME` and `TMPDIR` inside the world's directory,
 //! `CODEX_HOME`, the mock's API key, and every proxy variable pointed at one proxy so that
-//! any request not to the sidecar is caught (see [`crate::harness::proxy`]).
+//! any request not to the sidecar is caught (see [`crate::harness::egress_trap`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

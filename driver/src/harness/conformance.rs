@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::app_server::transcript::{SentKind, UNKNOWN_METHOD};
-use crate::codex::conformance::{Conformance, Direction, Verdict};
+use crate::codex::conformance::{Conformance, Conformity, Direction};
 use crate::harness::outcome::Drift;
 use crate::harness::tally::Connection;
 
@@ -81,15 +81,15 @@ pub fn check(conformance: &Conformance, connections: &[Connection]) -> Checked {
         };
         let kind = sent.kind.word();
         match conformance.check(direction, &sent.method, &sent.payload) {
-            Verdict::Conforms => checked.validated += 1,
-            Verdict::Unchecked => checked.unchecked += 1,
-            Verdict::UnknownMethod => {
+            Conformity::Conforms => checked.validated += 1,
+            Conformity::Unchecked => checked.unchecked += 1,
+            Conformity::UnknownMethod => {
                 checked.unknown += 1;
                 let observed = json!({"type": kind, "method": sent.method});
                 let message = format!("codex sent the {kind} {} its schema lacks", sent.method);
                 note(UNKNOWN, observed, message);
             }
-            Verdict::Violates(violations) => {
+            Conformity::Violates(violations) => {
                 checked.validated += 1;
                 checked.nonconforming += 1;
                 for v in violations {

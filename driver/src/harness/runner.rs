@@ -202,7 +202,7 @@ fn check_transport(ctx: &Ctx) {
 
 /// The result of one scenario on one binary.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub struct Cell {
     /// Scenario name.
     pub scenario: &'static str,
     /// Catalogue id.
@@ -229,7 +229,7 @@ pub struct Record {
     pub golden: GoldenKinds,
 }
 
-impl Record {
+impl Cell {
     /// Whether the scenario got to its end: every check held but perhaps for drift (listed
     /// or not: drift is the baselines' to judge). What a golden file may be written from.
     pub fn ran_to_end(&self) -> bool {
@@ -240,8 +240,8 @@ impl Record {
         }
     }
 
-    fn new(scenario: &Scenario, target: &Target, outcome: Outcome, duration: Duration) -> Record {
-        Record {
+    fn new(scenario: &Scenario, target: &Target, outcome: Outcome, duration: Duration) -> Cell {
+        Cell {
             scenario: scenario.name,
             id: scenario.id,
             label: target.binary.label(),
@@ -269,7 +269,7 @@ pub enum Progress {
         label: String,
     },
     /// A scenario ended: its record.
-    Finished(Box<Record>),
+    Finished(Box<Cell>),
 }
 
 /// The (target, scenario) runs of `shard`, in (target, scenario) order.
@@ -289,7 +289,7 @@ pub fn planned<'a>(
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
     /// The scenarios that ended, in (target, scenario) order.
-    pub records: Vec<Record>,
+    pub records: Vec<Cell>,
     /// Scenarios stopped while running, as `name[label]` (empty when not stopped).
     pub interrupted: Vec<String>,
     /// Scenarios that never started because of the stop.
@@ -332,7 +332,7 @@ pub async fn run_shard_until(
             });
             let ran = run_scenario(&scenario, &target, settings).await;
             lock(&running).remove(&i);
-            let mut record = Record::new(&scenario, &target, ran.outcome, ran.duration);
+            let mut record = Cell::new(&scenario, &target, ran.outcome, ran.duration);
             record.requests = ran.requests;
             record.observations = ran.observations;
             record.transcripts = ran.transcripts;
@@ -344,7 +344,7 @@ pub async fn run_shard_until(
         });
         task_of.insert(handle.id(), i);
     }
-    let mut records: Vec<Option<Record>> = jobs.iter().map(|_| None).collect();
+    let mut records: Vec<Option<Cell>> = jobs.iter().map(|_| None).collect();
     tokio::pin!(stop);
     let stopped = loop {
         tokio::select! {
@@ -355,7 +355,7 @@ pub async fn run_shard_until(
                     let Some(&i) = task_of.get(&e.id()) else { continue };
                     let why = format!("the scenario panicked: {e}");
                     let mut record =
-                        Record::new(jobs[i].1, jobs[i].0, Outcome::Failed(why.clone()), Duration::ZERO);
+                        Cell::new(jobs[i].1, jobs[i].0, Outcome::Failed(why.clone()), Duration::ZERO);
                     record.failure = Some(why);
                     on_progress(Progress::Finished(Box::new(record.clone())));
                     records[i] = Some(record);

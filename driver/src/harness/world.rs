@@ -25,9 +25,9 @@ use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::pairing_kind;
 use crate::harness::codex_env::{self, codex_env};
+use crate::harness::egress_trap::EgressTrap;
 use crate::harness::home_template::{self, HomeTemplate};
 use crate::harness::outcome::Drift;
-use crate::harness::proxy::RecordingProxy;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 use crate::harness::tally::{Connection, Tally};
 
@@ -183,7 +183,7 @@ pub struct World {
     /// The sidecar serving this world.
     pub sidecar: Sidecar,
     /// The recording proxy codex is pointed at.
-    pub proxy: RecordingProxy,
+    pub proxy: EgressTrap,
     /// The codex binary.
     pub binary: CodexBinary,
     /// The options it was made with.
@@ -374,7 +374,7 @@ impl World {
         let template = home_template::ready(binary);
         let sidecar = Sidecar::start(&settings.sidecar).await?;
         tally.watch_sidecar(sidecar.health());
-        let proxy = RecordingProxy::start().await?;
+        let proxy = EgressTrap::start().await?;
         let world = World {
             root: root.clone(),
             home,

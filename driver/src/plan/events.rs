@@ -3,7 +3,7 @@
 //! Sinks never run scenarios and never change the records: the terminal, the report
 //! files, the transcripts and the golden checks are all sinks.
 
-use crate::harness::runner::{Finished, Record};
+use crate::harness::runner::{Cell, Finished};
 use crate::plan::Plan;
 
 /// One thing that happened in a run.
@@ -19,7 +19,7 @@ pub enum Event<'a> {
         label: &'a str,
     },
     /// A scenario ended on a binary: its record, judged by the baselines.
-    ScenarioFinished(&'a Record),
+    ScenarioFinished(&'a Cell),
     /// The run ended, or was stopped (`stopped`): everything it got done.
     Finished {
         /// The plan it ran.

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::drift::golden_transcript;
 use crate::harness::expectations::Expectations;
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::{self, Finished, Progress, Record};
+use crate::harness::runner::{self, Cell, Finished, Progress};
 use crate::plan::Plan;
 use crate::plan::events::{Event, Sink, Verdict};
 
@@ -65,7 +65,7 @@ impl Plan {
         // which writes them), so that the progress, the matrix and its totals count such a
         // failure like any other.
         let golden = (!self.options.bless).then(Expectations::current);
-        let mut judged: HashMap<(&'static str, String), Record> = HashMap::new();
+        let mut judged: HashMap<(&'static str, String), Cell> = HashMap::new();
         let mut forward = |sinks: &mut [Box<dyn Sink>], progress: Progress| match progress {
             Progress::Started { scenario, label } => emit(
                 sinks,

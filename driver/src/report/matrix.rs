@@ -12,7 +12,7 @@ use crate::harness::conformance::Checked;
 use crate::harness::coverage::{Exercised, Protocol};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
 
@@ -101,7 +101,7 @@ impl Matrix {
     pub fn from_run(
         scenarios: &[Scenario],
         binaries: &[CodexBinary],
-        records: &[Record],
+        records: &[Cell],
         shard: Option<Shard>,
     ) -> Matrix {
         let rows = scenarios

@@ -21,7 +21,7 @@ use crate::drift::{golden, golden_transcript, request_drift, transcript, transcr
 use crate::harness::coverage::Protocol;
 use crate::harness::expectations::Expectations;
 use crate::harness::pending;
-use crate::harness::runner::{Finished, Record};
+use crate::harness::runner::{Cell, Finished};
 use crate::plan::Plan;
 use crate::plan::events::{Event, Sink, Verdict};
 use crate::report::{self, Matrix, sections, terminal};
@@ -144,7 +144,7 @@ impl Sink for Results {
 
 /// The report's schema, request and transcript drift sections, for two or more binaries,
 /// from the schemas read when the plan was built.
-fn drift_sections(plan: &Plan, records: &[Record]) -> Vec<sections::Section> {
+fn drift_sections(plan: &Plan, records: &[Cell]) -> Vec<sections::Section> {
     let mut order: Vec<_> = plan.targets.iter().collect();
     order.sort_by_key(|t| versions::sort_key(&t.binary.version));
     let schemas: Vec<(String, Schema)> = order
@@ -183,7 +183,7 @@ impl Transcripts {
         }
     }
 
-    fn write(&self, records: &[Record]) -> anyhow::Result<()> {
+    fn write(&self, records: &[Cell]) -> anyhow::Result<()> {
         if let Some(dir) = &self.dir {
             let n = transcript::write_report(dir, records)?;
             eprintln!(
@@ -254,7 +254,7 @@ impl Golden {
         }
     }
 
-    fn finish(&self, plan: &Plan, records: &[Record]) -> anyhow::Result<Verdict> {
+    fn finish(&self, plan: &Plan, records: &[Cell]) -> anyhow::Result<Verdict> {
         let expectations = Expectations::current()?;
         if !self.bless {
             // A golden transcript that differs failed its record already (`Plan::run`), in the

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::matrix::Matrix;
 use crate::harness::outcome::Outcome;
-use crate::harness::runner::Record;
+use crate::harness::runner::Cell;
 use crate::lock;
 
 /// Above this many columns the headings drop the `codex-` of each label.
@@ -36,7 +36,7 @@ impl Progress {
     }
 
     /// Counts one finished run and returns its progress line.
-    pub fn line(&self, r: &Record) -> String {
+    pub fn line(&self, r: &Cell) -> String {
         let (done, total) = {
             let mut counts = lock(&self.counts);
             let c = counts.entry(r.label.clone()).or_insert((0, 0));
@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn progress_counts_per_binary() {
         let p = Progress::new([("codex-a", 2), ("codex-b", 1)]);
-        let record = |label: &str| Record {
+        let record = |label: &str| Cell {
             golden: crate::harness::scenario::GoldenKinds::default(),
             scenario: "streaming_deltas",
             id: "A2",

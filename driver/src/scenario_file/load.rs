@@ -860,7 +860,9 @@ mod tests {
     fn exec_steps_name_their_problems() {
         let e = errors("[[step]]\ndo = \"exec\"\nargs = 3\n");
         assert!(
-            e[0].starts_with("f.toml:4:1: in this step: invalid type: integer `3`"),
+            e[0].starts_with(
+                "f.toml:6:8: in this step: invalid type: integer `3`, expected a sequence"
+            ),
             "{e:?}"
         );
         let e = errors("[[step]]\ndo = \"exec\"\nprompt = \"p\"\njson = true\n");

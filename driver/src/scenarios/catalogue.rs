@@ -120,7 +120,7 @@ pub fn markdown(scenarios: &[Scenario]) -> String {
          version of a run, in a world of its own (a fresh sidecar, `CODEX_HOME` and \
          workspace). A scenario that needs something a binary's protocol schema lacks is \
          *not applicable* on that binary, with the reason; a difference a version is known \
-         for is *drift*, listed in `fixtures/expected/baselines.json` (see the README). Test names are \
+         for is *drift*, listed in `fixtures/expected/baselines.json` (see docs/baselines.md). Test names are \
          `NAME[codex-VERSION]`; `--filter` takes a name part, an id (`E14`) or a group \
          letter (`B`).\n",
     );

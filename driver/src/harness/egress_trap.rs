@@ -1,6 +1,7 @@
-//! A loopback listener that stands in for an HTTP(S) proxy and records every connection
-//! attempt. Codex runs with `HTTPS_PROXY`/`HTTP_PROXY` pointing here, so any request that
-//! would leave the machine is seen (and refused) instead of escaping.
+//! The egress trap: a loopback listener that stands in for an HTTP(S) proxy, refuses every
+//! connection and notes each attempt. Codex runs with `HTTPS_PROXY`/`HTTP_PROXY` pointing
+//! here, so any request that would leave the machine is seen (and refused) instead of
+//! escaping, and fails the scenario. (Not `record`'s recording proxy, which forwards.)
 
 use std::sync::{Arc, Mutex};
 
@@ -10,16 +11,16 @@ use tokio::net::TcpListener;
 
 use crate::lock;
 
-/// The recording proxy. Dropping it stops the listener.
-pub struct RecordingProxy {
+/// The egress trap. Dropping it stops the listener.
+pub struct EgressTrap {
     url: String,
     attempts: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl RecordingProxy {
+impl EgressTrap {
     /// Listens on `127.0.0.1` and a free port.
-    pub async fn start() -> anyhow::Result<RecordingProxy> {
+    pub async fn start() -> anyhow::Result<EgressTrap> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding the recording proxy")?;
@@ -48,7 +49,7 @@ impl RecordingProxy {
                 });
             }
         });
-        Ok(RecordingProxy {
+        Ok(EgressTrap {
             url,
             attempts,
             task,
@@ -66,7 +67,7 @@ impl RecordingProxy {
     }
 }
 
-impl Drop for RecordingProxy {
+impl Drop for EgressTrap {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -78,7 +79,7 @@ mod tests {
 
     #[tokio::test]
     async fn records_a_connect_attempt() {
-        let proxy = RecordingProxy::start().await.unwrap();
+        let proxy = EgressTrap::start().await.unwrap();
         let addr = proxy.url().trim_start_matches("http://").to_string();
         let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
         s.write_all(b"CONNECT github.com:443 HTTP/1.1\r\n\r\n")
@@ -97,7 +98,7 @@ mod tests {
 
     #[tokio::test]
     async fn starts_empty() {
-        let proxy = RecordingProxy::start().await.unwrap();
+        let proxy = EgressTrap::start().await.unwrap();
         assert!(proxy.attempts().is_empty());
     }
 }
