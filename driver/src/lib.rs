@@ -17,7 +17,7 @@
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`client_check`] | the integrator's client served a session and its mutations by a mock app-server, and the verdict |
 //! | [`upgrade`] | "can I upgrade from A to B?": the uses, the recordings, the client and the known changes, one verdict |
-//! | [`bench`] | measurements: overhead, suite, soak, load |
+//! | [`mod@bench`] | measurements: overhead, suite, soak, load, transports |
 //!
 //! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them;
 //! [`suggest`] (the "did you mean" of messages) is used by any of them.

@@ -467,7 +467,7 @@ impl World {
     }
 
     /// The command that starts `codex app-server` in this world, in the environment of
-    /// [`codex_env`] (cleaned, `HOME` and `TMPDIR` inside the world, the proxy set).
+    /// [`codex_env()`] (cleaned, `HOME` and `TMPDIR` inside the world, the proxy set).
     pub fn command(&self, home: &Path, cwd: &Path) -> AppServerCommand {
         let env = codex_env(&self.root, home, self.proxy.url());
         let mut args = vec!["--disable".to_string(), "plugins".to_string()];
@@ -582,7 +582,7 @@ impl World {
     }
 
     /// Runs `codex exec --json ARGS` in the world's home and workspace (the environment of
-    /// [`codex_env`], `--disable plugins`), bounded by `timeout`; its events become one of
+    /// [`codex_env()`], `--disable plugins`), bounded by `timeout`; its events become one of
     /// the scenario's transcripts. ARGS holds the flags and the prompt.
     pub async fn exec(&mut self, args: &[&str], timeout: Duration) -> anyhow::Result<ExecRun> {
         let (home, cwd) = (self.home.clone(), self.workspace.clone());

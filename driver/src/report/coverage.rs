@@ -1,7 +1,7 @@
 //! Protocol coverage: per codex binary, the client requests, notifications and server
 //! requests the run's scenarios exercised (see [`crate::harness::coverage`]) out of those
 //! its schema lists, stable and experimental apart, and those never exercised. One line per
-//! binary on the terminal ([`line`]), the section "Protocol coverage" of `report.md` and
+//! binary on the terminal ([`line()`]), the section "Protocol coverage" of `report.md` and
 //! `report.html` ([`section`]), and the `coverage` field of `results.json` ([`Coverage`]).
 //!
 //! ```text
@@ -254,7 +254,7 @@ pub fn line(c: &Coverage) -> String {
     text
 }
 
-/// The section "Protocol coverage": one item per binary, titled with its [`line`], listing
+/// The section "Protocol coverage": one item per binary, titled with its [`line()`], listing
 /// per kind the methods exercised (each with how many scenarios exercised it) and those
 /// never exercised.
 pub fn section(matrix: &Matrix) -> Section {

@@ -10,7 +10,7 @@
 //! - [`Diffs`]: `--request-diff` and `--transcript-diff` on stdout;
 //! - [`Golden`]: the releases no golden transcript covers said, or with `--bless` the golden
 //!   requests and transcripts proposed as pending expectations (see
-//!   [`crate::drift::pending`]).
+//!   [`crate::harness::pending`]).
 
 use std::path::PathBuf;
 

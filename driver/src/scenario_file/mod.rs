@@ -3,12 +3,12 @@
 //! ordinary [`Scenario`] values, so the matrix, reports, baselines, `--filter`, shards and
 //! bisect treat them like the built-in ones.
 //!
-//! - [`format`]: the file's typed model, [`format::ScenarioFile`], read and written alike
+//! - [`mod@format`]: the file's typed model, [`format::ScenarioFile`], read and written alike
 //!   (unknown keys are refused, defaults left out when written);
 //! - [`steps`] and [`checks`]: one module per step kind and per check kind, each holding
 //!   what it is (its keys), what the loader checks of it and what it does when it runs;
 //! - [`load`]: parsing and validation, every problem as `file:line:column: message`;
-//! - [`write`]: the model written as TOML text, with comments (what `record` writes);
+//! - [`mod@write`]: the model written as TOML text, with comments (what `record` writes);
 //! - [`toml_text`]: JSON values spelled as TOML;
 //! - [`fields`]: what the steps' and the file's fields share (a turn's input, defaults);
 //! - [`matching`]: JSON subset matching, variables (`$thread`) and operators (`$contains`);

@@ -1,4 +1,4 @@
-//! The model written as a scenario file: [`write`] spells a [`ScenarioFile`] as TOML text,
+//! The model written as a scenario file: [`write()`] spells a [`ScenarioFile`] as TOML text,
 //! with the [`Comments`] a writer puts beside its parts (what `codex-parity record` says of
 //! where each part came from). The head first (`name`, `id`, `summary`, …), then the
 //! sections that say anything, then `[[response]]` (each as the sidecar's JSON in a `json`

@@ -1,6 +1,6 @@
 //! The checks of a scenario file, made after the last step, one module per kind
 //! (`on = "…"`). Like a step kind (`super::steps`), each is a struct read and written by
-//! serde with `needs_app_server`, `uses` (what the loader checks) and `run`; [`check_kinds!`]
+//! serde with `needs_app_server`, `uses` (what the loader checks) and `run`; `check_kinds!`
 //! makes the [`Check`] enum, its `on` names and the dispatch.
 
 pub mod file;

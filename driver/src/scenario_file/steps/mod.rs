@@ -8,7 +8,7 @@
 //!   its expectations, captures, paths and problems of its own);
 //! - `run(&self, &mut Run) -> anyhow::Result<()>`: what it does in a world.
 //!
-//! [`step_kinds!`] makes the [`Step`] enum of all of them, its `do` names and the dispatch,
+//! `step_kinds!` makes the [`Step`] enum of all of them, its `do` names and the dispatch,
 //! so a new kind is a module and one line below.
 
 pub mod exec;
