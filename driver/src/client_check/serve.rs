@@ -77,6 +77,12 @@ pub fn serve(dir: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
         served::refuse(dir, &args, &why)?;
         Ok(2)
     };
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return refuse(format!(
+            "`codex {}`: the mock has no help to print; ask the real codex",
+            args.join(" ")
+        ));
+    }
     if ExecArgs::of(&args).is_some() {
         return match exec_serve::serve(dir, &script, &args)? {
             Some(code) => Ok(code),
