@@ -1,9 +1,12 @@
-//! `codex-parity client-check` with two stand-in integrators of our own
+//! `codex-parity client-check` with stand-in integrators of our own
 //! (`tests/client_check/client.py`: a strict client that rejects what it does not know and
-//! a tolerant one), served sessions from each source: the transcripts of a real run of the
-//! default catalogue on the comparison set, a session recorded with `record --keep` (its
-//! relay logs, the client's answers checked) and the scenario file `record` wrote, run on
-//! codex for it. Each client gets the table its code predicts; bad input is refused.
+//! a tolerant one; `tests/exec/client.py`, a client of `codex exec` shaped like OpenAI's
+//! TypeScript SDK, in three modes; the example `record_client` on an app-server listener),
+//! served sessions from each source: the transcripts of a real run of the default catalogue
+//! on the comparison set, sessions recorded with `record --keep` (their relay logs, the
+//! client's answers checked) and the scenario files `record` wrote, run on codex for them.
+//! Each client gets the table its code predicts, and a strict exec client recorded on
+//! 0.131.0 is caught breaking on 0.140.0's stream; bad input is refused.
 
 mod support;
 
@@ -11,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use codex_parity::codex::install::{CACHE_ENV, Cache};
+use codex_parity::codex::binaries::{self, CodexBinary};
+use codex_parity::codex::install::{CACHE_ENV, Cache, StderrProgress};
 use codex_parity::codex::versions;
 use codex_parity::harness::sidecar::{Sidecar, SidecarLauncher};
 use codex_parity_sidecar::mock::script::Scripted;
@@ -53,10 +57,17 @@ fn check(
     mode: &str,
     extra: &[&str],
 ) -> (Output, Vec<(String, String, Value)>, Value) {
-    let report = sandbox
-        .root
-        .path()
-        .join(format!("cc-{mode}-{}", rand_suffix()));
+    check_command(sandbox, source, &client(mode), extra)
+}
+
+/// [`check`] of any client `command`.
+fn check_command(
+    sandbox: &Sandbox,
+    source: &Path,
+    command: &[String],
+    extra: &[&str],
+) -> (Output, Vec<(String, String, Value)>, Value) {
+    let report = sandbox.root.path().join(format!("cc-{}", rand_suffix()));
     let mut args: Vec<String> = vec![
         "client-check".into(),
         "--from".into(),
@@ -65,7 +76,7 @@ fn check(
         report.display().to_string(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
-    let output = run(sandbox, &args, &client(mode));
+    let output = run(sandbox, &args, command);
     let json: Value = serde_json::from_str(
         &std::fs::read_to_string(report.join("client-check.json"))
             .unwrap_or_else(|e| panic!("no client-check.json ({e}): {}", text(&output))),
@@ -201,39 +212,35 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
         assert_eq!(rows, passed(&["none"]), "{}", text(&output));
         assert_eq!(output.status.code(), Some(0));
     }
-    // Every transcript of the whole catalogue on the pinned version is served to the
-    // tolerant client unmutated: each ends, none hangs (a failed turn exits 1, which the
-    // table says). The exec scenarios' streams hold no app-server answer: refused.
+    // Every transcript of the whole catalogue on the pinned version is served unmutated:
+    // the app-server ones to the tolerant client, the exec streams (group X) to the exec
+    // client. Each ends, none hangs (a failed turn exits 1, which the table says).
     let whole = sandbox.root.path().join("whole");
     let args = ["run".into(), "--report".into(), whole.display().to_string()];
     let output = run_all(&sandbox, &args);
     assert!(output.status.success(), "{}", text(&output));
     let dir = whole.join(format!("transcripts/{}", v.pinned));
-    let (mut seen, mut refused) = (0, 0);
+    let (mut seen, mut execs) = (0, 0);
     for entry in std::fs::read_dir(&dir).unwrap().flatten() {
         let doc: Value =
             serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
-        let answers = doc["connections"][0]["messages"]
+        let exec = doc["connections"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|m| m["type"] == "response");
-        if !answers {
-            let args: Vec<String> = vec![
-                "client-check".into(),
-                "--from".into(),
-                entry.path().display().to_string(),
-            ];
-            let output = run(&sandbox, &args, &client("tolerant"));
-            assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-            assert!(text(&output).contains("holds no answer to any client request"));
-            refused += 1;
-            continue;
-        }
-        let (output, rows, _) = check(
+            .flat_map(|c| c["messages"].as_array().unwrap())
+            .all(|m| m["type"] == "event");
+        let command = if exec {
+            execs += 1;
+            exec_client(&[])
+        } else {
+            seen += 1;
+            client("tolerant")
+        };
+        let (output, rows, _) = check_command(
             &sandbox,
             &entry.path(),
-            "tolerant",
+            &command,
             &["--mutations", "none", "--timeout-secs", "20"],
         );
         assert_eq!(rows.len(), 1, "{}", text(&output));
@@ -243,12 +250,11 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
             entry.path().display(),
             text(&output)
         );
-        seen += 1;
     }
-    println!("served {seen} transcripts of the catalogue, {refused} exec streams refused");
+    println!("served {seen} app-server transcripts and {execs} exec streams of the catalogue");
     assert!(
-        seen >= 100 && refused >= 1,
-        "only {seen} transcripts, {refused} refused"
+        seen >= 100 && execs >= 10,
+        "only {seen} transcripts, {execs} exec streams"
     );
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "client-check left processes: {left:?}");
@@ -272,17 +278,29 @@ fn record(
     mode: &str,
     extra: &[&str],
 ) -> (PathBuf, PathBuf) {
-    let out = sandbox.root.path().join(format!("{mode}.toml"));
     let recorder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/record/client.py");
     let client = [
         "python3".into(),
         recorder.display().to_string(),
         mode.into(),
     ];
+    record_client(sandbox, codex, upstream, mode, extra, &client)
+}
+
+/// `record --keep` of `client` into `NAME.toml`: the file and the kept directory.
+fn record_client(
+    sandbox: &Sandbox,
+    codex: &Path,
+    upstream: &str,
+    name: &str,
+    extra: &[&str],
+    client: &[String],
+) -> (PathBuf, PathBuf) {
+    let out = sandbox.root.path().join(format!("{name}.toml"));
     let extra: Vec<&str> = extra.iter().copied().chain(["--keep"]).collect();
     let output = run_all(
         sandbox,
-        &support::record_args(codex, upstream, &out, &extra, &client),
+        &support::record_args(codex, upstream, &out, &extra, client),
     );
     assert!(output.status.success(), "record: {}", text(&output));
     let all = text(&output);
@@ -425,4 +443,236 @@ expect = { status = "interrupted" }
         );
     }
     sandbox.assert_clean("a failed scenario file as a source");
+}
+
+/// Codex `version`, installed into the cache when it is not there yet.
+async fn install(version: &str) -> CodexBinary {
+    binaries::resolve_spec(version, &Cache::from_env().unwrap(), &StderrProgress::new())
+        .await
+        .unwrap()
+}
+
+/// The exec test client (`tests/exec/client.py`) with `flags`, running two turns.
+fn exec_client(flags: &[&str]) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/client.py");
+    let mut out = vec!["python3".to_string(), path.display().to_string()];
+    out.extend(flags.iter().map(|f| f.to_string()));
+    out.extend(["pick a colour".to_string(), "and again".to_string()]);
+    out
+}
+
+/// A client of `codex exec` shaped like OpenAI's TypeScript SDK (one process per turn, the
+/// prompt on stdin, the second turn a `resume` of the first's thread), recorded on codex
+/// 0.131.0, meets every exec mutation in three modes, each with the table its code
+/// predicts. Then the same recording, as the scenario file `record` wrote, is served as
+/// 0.140.0 prints it: the strict client, which knows the item types of 0.131.0 only, is
+/// caught on the `error` item 0.140.0 prints before `turn.started` (docs/exec.md), where
+/// the SDK-like one goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exec_client_is_checked_and_a_strict_one_caught_on_0_140_0() {
+    let old = install("0.131.0").await;
+    install("0.140.0").await;
+    let sandbox = Sandbox::with_real_baselines();
+    let usage = |input, output| events::Usage {
+        input,
+        output,
+        total: input + output,
+        ..events::Usage::default()
+    };
+    let model = upstream(vec![
+        Scripted::sse(bodies::costed_reply("r1", "m1", "blue", usage(10, 3))),
+        Scripted::sse(bodies::costed_reply("r2", "m2", "still blue", usage(20, 4))),
+    ])
+    .await;
+    let (file, kept) = record_client(
+        &sandbox,
+        &old.path,
+        model.base_url(),
+        "exec_turns",
+        &[],
+        &exec_client(&[]),
+    );
+    let _ = model.shutdown().await;
+    let row =
+        |m: &str, result: &str, exit: i64| (m.to_string(), result.to_string(), Value::from(exit));
+    // What each mode's code predicts: every mode fails without a terminal event, on a
+    // failed turn and when codex exits mid-stream (exit 1, as expected); the SDK-like
+    // client reads only `agent_message` items and prints no message for the older names;
+    // the strict one exits on what 0.131.0 does not print, and fails cleanly on the older
+    // names; the tolerant one reads both.
+    let expected = |mode: &str| {
+        let strict = mode == "strict";
+        let pass = |m: &str| row(m, "passed", 0);
+        let strict_fails = |m: &str| if strict { row(m, "failed", 1) } else { pass(m) };
+        vec![
+            pass("none"),
+            row("no-terminal-event", "passed", 1),
+            row("turn-failed", "passed", 1),
+            strict_fails("unknown-event"),
+            strict_fails("unknown-item"),
+            match mode {
+                "sdk" => row("renamed-field", "failed", 0),
+                "strict" => row("renamed-field", "passed", 1),
+                _ => pass("renamed-field"),
+            },
+            pass("duplicate-items"),
+            pass("other-usage"),
+            row("exit-mid-stream", "passed", 1),
+            strict_fails("extra-field"),
+            pass("slow:20"),
+        ]
+    };
+    let mutations = "none,no-terminal-event,turn-failed,unknown-event,unknown-item,\
+                     renamed-field,duplicate-items,other-usage,exit-mid-stream,extra-field,\
+                     slow:20";
+    for (mode, flags) in [
+        ("sdk", vec![]),
+        ("strict", vec!["--strict"]),
+        ("tolerant", vec!["--tolerant"]),
+    ] {
+        let (output, rows, json) = check_command(
+            &sandbox,
+            &kept,
+            &exec_client(&flags),
+            &["--mutations", mutations, "--timeout-secs", "15"],
+        );
+        assert_eq!(rows, expected(mode), "{mode}: {}", text(&output));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert_eq!(json["codex"], "0.131.0");
+        assert_eq!(json["whole_session"], true, "a recording of the client");
+        assert_eq!(json["rows"][0]["exec_runs"], 2, "{}", text(&output));
+        // codex 0.131.0 reports a resumed thread's usage as its running total.
+        assert!(
+            json["rows"][7]["notes"]
+                .to_string()
+                .contains("usage served per turn"),
+            "{}",
+            text(&output)
+        );
+    }
+    // The file `record` wrote, run on 0.131.0 for `none` and on 0.140.0 for `as:0.140.0`.
+    let old_bin = old.path.display().to_string();
+    let args = ["--mutations", "none,as:0.140.0", "--codex-bin", &old_bin];
+    let (output, rows, json) = check_command(&sandbox, &file, &exec_client(&["--strict"]), &args);
+    assert_eq!(
+        rows,
+        vec![row("none", "passed", 0), row("as:0.140.0", "failed", 1)],
+        "{}",
+        text(&output)
+    );
+    let reason = json["rows"][1]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("exited with status 1: exec-client: unknown item type 'error'"),
+        "{reason}"
+    );
+    let (output, rows, _) = check_command(&sandbox, &file, &exec_client(&[]), &args);
+    assert_eq!(
+        rows,
+        vec![row("none", "passed", 0), row("as:0.140.0", "passed", 0)],
+        "{}",
+        text(&output)
+    );
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "client-check left processes: {left:?}");
+}
+
+/// The example `record_client` (built by `cargo test`) in `mode`; it connects to
+/// `$CODEX_PARITY_LISTEN` when that is set.
+fn listener_client(mode: &str) -> Vec<String> {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/record_client");
+    assert!(example.exists(), "{} is missing", example.display());
+    vec![example.display().to_string(), mode.into()]
+}
+
+/// A client of the app-server's WebSocket listener, recorded with `record --listen`, is
+/// served over a listener of the mock (chosen by itself: the recording says how it was
+/// made), with every app-server mutation, and gets the table its code predicts: it waits
+/// 30 s for a `turn/completed` that never comes, treats an error answer as fatal, and
+/// takes an unknown turn status for a turn that ended.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listener_client_is_recorded_and_checked_over_websocket() {
+    let v = versions::load().unwrap();
+    let pinned = install(&v.pinned).await;
+    let sandbox = Sandbox::with_real_baselines();
+    let model = upstream(vec![
+        Scripted::sse(bodies::function_call_reply(
+            "r1",
+            "call_1",
+            "lookup",
+            r#"{"key":"x"}"#,
+        )),
+        Scripted::sse(bodies::assistant_reply("r2", "x is 42")),
+    ])
+    .await;
+    let (file, kept) = record_client(
+        &sandbox,
+        &pinned.path,
+        model.base_url(),
+        "listener_tool",
+        &["--listen", "ws://127.0.0.1:0"],
+        &listener_client("tool"),
+    );
+    let _ = model.shutdown().await;
+    let mutations = "none,drop:turn/completed,duplicate:item/completed,unknown-notification,\
+                     unknown-enum,extra-field,reorder,overloaded,exit-mid-turn,slow:20";
+    let (output, rows, json) = check_command(
+        &sandbox,
+        &kept,
+        &listener_client("tool"),
+        &["--mutations", mutations, "--timeout-secs", "8"],
+    );
+    let all = text(&output);
+    let row = |m: &str, result: &str, exit: Value| (m.to_string(), result.to_string(), exit);
+    let pass = |m: &str| row(m, "passed", Value::from(0));
+    assert_eq!(
+        rows,
+        vec![
+            pass("none"),
+            row("drop:turn/completed", "failed", Value::Null),
+            pass("duplicate:item/completed"),
+            pass("unknown-notification"),
+            pass("unknown-enum"),
+            pass("extra-field"),
+            pass("reorder"),
+            row("overloaded", "failed", Value::from(1)),
+            row("exit-mid-turn", "passed", Value::from(1)),
+            pass("slow:20"),
+        ],
+        "{all}"
+    );
+    assert!(
+        all.contains("was recorded over an app-server listener: serving it on one"),
+        "{all}"
+    );
+    assert_eq!(json["listen"], "ws://127.0.0.1:0");
+    assert_eq!(json["rows"][0]["launches"], 1);
+    assert!(
+        json["rows"][1]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("timed out after 8 s"),
+        "{all}"
+    );
+    // The file `record` wrote says it too; --no-listen serves it on stdio, where this
+    // client starts codex itself.
+    for extra in [vec![], vec!["--no-listen"]] {
+        let mut args = vec!["--mutations", "none"];
+        args.extend(extra.iter().copied());
+        let (output, rows, json) = check_command(&sandbox, &file, &listener_client("tool"), &args);
+        assert_eq!(rows, vec![pass("none")], "{}", text(&output));
+        assert_eq!(
+            json["listen"].is_null(),
+            !extra.is_empty(),
+            "{}",
+            text(&output)
+        );
+    }
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "client-check left processes: {left:?}");
 }

@@ -397,7 +397,10 @@ fn a_timeout_row_whose_group_is_reaped_names_no_escape() {
         .map(|r| r.as_str().unwrap())
         .collect();
     assert_eq!(reasons.len(), 1, "{reasons:?}");
-    assert!(reasons[0].starts_with("timed out after 10 s"), "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("timed out after 10 s"),
+        "{reasons:?}"
+    );
     assert!(
         !text(&output).contains("process group"),
         "{}",
@@ -618,10 +621,13 @@ fn a_killed_client_check_leaves_no_process_and_no_directory() {
         left.is_empty(),
         "processes left by the killed client-check: {left:?}"
     );
+    // The guard removes the killed command's directory at once; on a loaded machine it may
+    // not have yet: the next command that makes one removes it then, and leaves nothing.
+    let (o, _) = sandbox.run(&["client-check", "--from", "/nonexistent.json", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        support::wait_until(Duration::from_secs(10), || Sandbox::leftovers(&sandbox.tmp)
-            .is_empty()),
-        "left in TMPDIR: {:?}",
+        Sandbox::leftovers(&sandbox.tmp).is_empty(),
+        "left in TMPDIR after the next command: {:?}",
         Sandbox::leftovers(&sandbox.tmp)
     );
     // A client that prints its key: the kept output does not hold it.
@@ -652,4 +658,274 @@ fn a_killed_client_check_leaves_no_process_and_no_directory() {
             );
         }
     }
+}
+
+/// Two runs of `codex exec` on one thread, the second a resume, as a report holds them
+/// (normalised): the usage of the second is the thread's running total, as codex reports it.
+const EXEC_TURNS: &str = r#"{"codex": "0.171.0", "scenario": "exec_two_turns", "connections": [
+  {"world": 1, "connection": 1, "messages": [
+    {"type": "event", "method": "thread.started", "params": {"type": "thread.started", "thread_id": "<thread-1>"}},
+    {"type": "event", "method": "turn.started", "params": {"type": "turn.started"}},
+    {"type": "event", "method": "item.completed", "params": {"type": "item.completed",
+     "item": {"id": "item_0", "type": "agent_message", "text": "blue"}}},
+    {"type": "event", "method": "turn.completed", "params": {"type": "turn.completed",
+     "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 3, "reasoning_output_tokens": 0}}}]},
+  {"world": 1, "connection": 2, "messages": [
+    {"type": "event", "method": "thread.started", "params": {"type": "thread.started", "thread_id": "<thread-1>"}},
+    {"type": "event", "method": "turn.started", "params": {"type": "turn.started"}},
+    {"type": "event", "method": "item.completed", "params": {"type": "item.completed",
+     "item": {"id": "item_0", "type": "agent_message", "text": "still blue"}}},
+    {"type": "event", "method": "turn.completed", "params": {"type": "turn.completed",
+     "usage": {"input_tokens": 30, "cached_input_tokens": 0, "output_tokens": 7, "reasoning_output_tokens": 0}}}]}
+]}"#;
+
+/// The exec test client (`tests/exec/client.py`, shaped like OpenAI's TypeScript SDK)
+/// with `flags`, running two turns.
+fn exec_client(flags: &[&str]) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/client.py");
+    let mut out = vec!["python3".to_string(), path.display().to_string()];
+    out.extend(flags.iter().map(|f| f.to_string()));
+    out.extend(["pick a colour".to_string(), "and again".to_string()]);
+    out
+}
+
+/// An exec transcript is served to a client of `codex exec`: each process it starts plays
+/// the next run, its `resume` of the thread it was given matches, and every exec mutation
+/// gets the result the client's code predicts. A resume of a thread the session never
+/// served fails the run, and an app-server client of an exec session is told what it ran.
+#[test]
+fn a_written_exec_transcript_meets_the_exec_client_as_its_code_predicts() {
+    let sandbox = Sandbox::new();
+    let session = sandbox.root.path().join("exec.json");
+    std::fs::write(&session, EXEC_TURNS).unwrap();
+    let session = session.display().to_string();
+    let exec = exec_client(&["--print-usage"]);
+    let command: Vec<&str> = exec.iter().map(String::as_str).collect();
+    let (output, json) = check_json(&sandbox, &session, &["--timeout-secs", "10"], &command);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    let rows: Vec<(String, String, serde_json::Value)> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("mutation"), s("result"), r["exit"].clone())
+        })
+        .collect();
+    let row = |m: &str, r: &str, exit: i64| (m.to_string(), r.to_string(), exit.into());
+    // The default (`all`) for an exec session is the exec list. This client reads only
+    // `agent_message` items: the older names leave it without a message, exit 0.
+    assert_eq!(
+        rows,
+        vec![
+            row("none", "passed", 0),
+            row("no-terminal-event", "passed", 1),
+            row("turn-failed", "passed", 1),
+            row("unknown-event", "passed", 0),
+            row("unknown-item", "passed", 0),
+            row("renamed-field", "failed", 0),
+            row("duplicate-items", "passed", 0),
+            row("other-usage", "passed", 0),
+            row("exit-mid-stream", "passed", 1),
+            row("extra-field", "passed", 0),
+            row("slow", "passed", 0),
+        ],
+        "{all}"
+    );
+    let by_name = |m: &str| {
+        json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["mutation"] == m)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_name("none")["exec_runs"], 2, "{all}");
+    assert_eq!(by_name("none")["expect"], "survive");
+    assert_eq!(by_name("turn-failed")["expect"], "fail");
+    assert_eq!(
+        by_name("renamed-field")["reasons"][0],
+        "printed other output than with `none` (line 1: \"turn 1: \" where `none` printed \
+         \"turn 1: blue\")"
+    );
+    // Per turn, the second run reports 20 + 4 tokens where the running total was 30 + 7:
+    // a difference worth a note, not a failure.
+    let usage = by_name("other-usage")["notes"].to_string();
+    assert!(
+        usage.contains("\\\"turn 2 tokens: 24\\\" where `none` printed \\\"turn 2 tokens: 37\\\""),
+        "{usage}"
+    );
+    assert!(usage.contains("usage served per turn"), "{usage}");
+    // A client that takes a turn without an outcome for success fails `no-terminal-event`.
+    let careless = "\"$CODEX_PARITY_CODEX\" exec --json - </dev/null | tail -1";
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "none,no-terminal-event"],
+        &["sh", "-c", careless],
+    );
+    assert_eq!(json["rows"][1]["result"], "failed", "{}", text(&output));
+    assert_eq!(
+        json["rows"][1]["reasons"][0],
+        "exited 0: it took a run whose stream ended without turn.completed or turn.failed for \
+         success"
+    );
+    // A resume of a thread the session never served.
+    let stranger = "echo hi | \"$CODEX_PARITY_CODEX\" exec --json resume \
+                    00000000-0000-4000-8000-00000000dead > /dev/null";
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "none"],
+        &["sh", "-c", stranger],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let reason = json["rows"][0]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with(
+            "exec 1: resume 00000000-0000-4000-8000-00000000dead: a thread the session never \
+             served"
+        ),
+        "{reason}"
+    );
+    // An app-server client of an exec session: what it ran is named.
+    let (output, json) = check_json(
+        &sandbox,
+        &session,
+        &["--mutations", "none"],
+        &["python3", &client(), "strict"],
+    );
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    assert!(
+        json["rows"][0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("never ran `codex exec`"),
+        "{all}"
+    );
+    assert!(
+        all.contains("ran what the session does not serve: `codex app-server`")
+            && all.contains("the session holds codex exec runs only"),
+        "{all}"
+    );
+    sandbox.assert_clean("client-check of an exec transcript");
+}
+
+/// The Rust example `record_client`, which connects to `$CODEX_PARITY_LISTEN` when it is
+/// set (built by `cargo test`).
+fn listener_client(mode: &str) -> Vec<String> {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/record_client");
+    assert!(
+        example.exists(),
+        "{} is missing: `cargo test` builds the examples",
+        example.display()
+    );
+    vec![example.display().to_string(), mode.into()]
+}
+
+/// `--listen`: the mock listens on a WebSocket and the client, finding the URL in
+/// `$CODEX_PARITY_LISTEN`, is served over it, every mutation included (codex exiting mid-turn
+/// takes the listener with it). A client that never connects is told where it should have.
+/// A client-check killed outright leaves no listener behind.
+#[test]
+fn a_client_of_a_listener_is_served_over_websocket() {
+    let sandbox = Sandbox::new();
+    let session = transcript(sandbox.root.path(), "turn.json", TURN);
+    let client = listener_client("plain");
+    let command: Vec<&str> = client.iter().map(String::as_str).collect();
+    let listen = [
+        "--listen",
+        "ws://127.0.0.1:0",
+        "--mutations",
+        "none,unknown-notification,extra-field,reorder,exit-mid-turn,unknown-enum,slow:20",
+    ];
+    let (output, json) = check_json(&sandbox, &session, &listen, &command);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert_eq!(
+        results(&json),
+        [
+            ("none", "passed"),
+            ("unknown-notification", "passed"),
+            ("extra-field", "passed"),
+            ("reorder", "not-applicable"),
+            ("exit-mid-turn", "passed"),
+            ("unknown-enum", "passed"),
+            ("slow:20", "passed"),
+        ]
+        .map(|(m, r)| (m.to_string(), r.to_string())),
+        "{all}"
+    );
+    assert_eq!(json["listen"], "ws://127.0.0.1:0");
+    assert_eq!(json["rows"][0]["launches"], 1);
+    assert_eq!(
+        json["rows"][4]["exit"], 1,
+        "codex closed the WebSocket: {all}"
+    );
+    assert!(
+        all.contains("served on a WebSocket listener (ws://127.0.0.1:0)"),
+        "{all}"
+    );
+    let never = check_json(
+        &sandbox,
+        &session,
+        &["--listen", "ws://127.0.0.1:0", "--mutations", "none"],
+        &["true"],
+    );
+    let reason = never.1["rows"][0]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.starts_with("never connected to the mock app-server's listener at ws://127.0.0.1:")
+            && reason.ends_with("(in $CODEX_PARITY_LISTEN)"),
+        "{reason}"
+    );
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &session,
+        "--listen",
+        "unix:///tmp/x.sock",
+        "--",
+        "true",
+    ]);
+    let bad = support::wait_with_timeout(cmd.spawn().unwrap(), Duration::from_secs(60), "bad");
+    assert_exit_2_naming(&bad, "expected ws://HOST:PORT");
+    sandbox.assert_clean("a listener's client");
+    // Killed outright while its client runs: the listener dies with it. (That its
+    // directory goes too is `a_killed_client_check_leaves_no_process_and_no_directory`'s.)
+    let mut cmd = sandbox.command(&[
+        "client-check",
+        "--from",
+        &session,
+        "--listen",
+        "ws://127.0.0.1:0",
+        "--mutations",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600 & wait",
+    ]);
+    let mut child = cmd.spawn().unwrap();
+    sandbox.wait_for_running("sleep 600", 1, Duration::from_secs(30));
+    assert!(
+        sandbox.processes().iter().any(|p| p.contains("--listen")),
+        "the listener runs: {:?}",
+        sandbox.processes()
+    );
+    support::signal(child.id(), rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
+    assert!(left.is_empty(), "left by the killed client-check: {left:?}");
 }

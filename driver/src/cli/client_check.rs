@@ -1,6 +1,6 @@
 //! `codex-parity client-check`: the integrator's program served a session, as recorded and
-//! mutated (docs/client-check.md); and `client-check-serve`, the hidden mock app-server its
-//! `codex` shim runs.
+//! mutated (docs/client-check.md); and `client-check-serve`, the hidden mock codex its
+//! `codex` shim runs (and its listener).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use codex_parity::client_check::checker::{self, CheckOptions};
-use codex_parity::client_check::mutation::{DEFAULT, Mutation};
+use codex_parity::client_check::mutation::{ALL, Mutation};
 use codex_parity::client_check::serve;
 use codex_parity::client_check::source::Source;
 use codex_parity::report::destination;
@@ -22,14 +22,17 @@ pub(crate) struct ClientCheckArgs {
     /// The session to serve: a scenario file (.toml, e.g. from `record`; run for it on
     /// --codex-bin or --codex-version, else the pinned version), a transcript of a run's
     /// report (DIR/transcripts/VERSION/SCENARIO.json), or the directory `record --keep`
-    /// kept.
+    /// kept. App-server sessions, `codex exec` runs, or both.
     #[arg(long, value_name = "SOURCE")]
     from: PathBuf,
-    /// The mutations to serve, each in a run of its own, comma-separated: none,
-    /// drop:METHOD, duplicate:METHOD, unknown-notification, unknown-enum, extra-field,
-    /// reorder, overloaded, exit-mid-turn, slow[:MS], as:VERSION; `all` is every one of
-    /// them with its default argument (the default list; as:VERSION is named on its own).
-    #[arg(long, value_name = "LIST", default_value = DEFAULT)]
+    /// The mutations to serve, each in a run of its own, comma-separated. Both kinds:
+    /// none, extra-field, slow[:MS], as:VERSION. App-server: drop:METHOD,
+    /// duplicate:METHOD, unknown-notification, unknown-enum, reorder, overloaded,
+    /// exit-mid-turn. codex exec: no-terminal-event, turn-failed, unknown-event,
+    /// unknown-item, renamed-field, duplicate-items, other-usage, exit-mid-stream. `all`
+    /// (the default) is every mutation of the kinds the session holds, with its default
+    /// argument (as:VERSION is named on its own).
+    #[arg(long, value_name = "LIST", default_value = ALL)]
     mutations: String,
     /// The mutations the check fails without (comma-separated names, or `all`; default:
     /// `none` when it is among --mutations, else `all`).
@@ -62,6 +65,16 @@ pub(crate) struct ClientCheckArgs {
     /// unknown-notification, slow) fail when it differs.
     #[arg(long, value_name = "REGEX")]
     ignore_output: Vec<String>,
+    /// Serve the app-server connections on a WebSocket listener at this address
+    /// (ws://127.0.0.1:0 picks a port), given to COMMAND in $CODEX_PARITY_LISTEN as
+    /// `record --listen` gives it: for a client that connects to a listener rather than
+    /// starting codex. On by default (at ws://127.0.0.1:0) when the source was recorded
+    /// over a listener.
+    #[arg(long, value_name = "URL", conflicts_with = "no_listen")]
+    listen: Option<String>,
+    /// Serve on stdio only, also for a source recorded over a listener.
+    #[arg(long)]
+    no_listen: bool,
     /// The codex a scenario-file source runs on.
     #[command(flatten)]
     codex: OneCodex,
@@ -72,7 +85,9 @@ pub(crate) struct ClientCheckArgs {
 
 /// Runs the check: exit 0 when every must-survive mutation passed, 1 when one did not.
 pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCode> {
-    let mutations = Mutation::parse_list(&args.mutations).map_err(anyhow::Error::msg)?;
+    let source = Source::parse(&args.from)?;
+    let mutations =
+        Mutation::parse_list(&args.mutations, source.kinds()?).map_err(anyhow::Error::msg)?;
     let ignore_output = args
         .ignore_output
         .iter()
@@ -110,8 +125,26 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
     if let Some(dir) = &args.report {
         destination::prepare(dir, "--report", args.replace_report)?;
     }
+    if let Some(url) = &args.listen {
+        anyhow::ensure!(
+            url.strip_prefix("ws://")
+                .is_some_and(|a| a.trim_end_matches('/').rsplit_once(':').is_some()),
+            "--listen {url}: expected ws://HOST:PORT, e.g. ws://127.0.0.1:0"
+        );
+    }
+    let listen = match (args.listen, args.no_listen) {
+        (_, true) => None,
+        (Some(url), _) => Some(url),
+        (None, false) => source.over_listener().then(|| {
+            eprintln!(
+                "codex-parity: {} was recorded over an app-server listener: serving it on \
+                 one (ws://127.0.0.1:0, in $CODEX_PARITY_LISTEN; --no-listen for stdio)",
+                source.describe()
+            );
+            "ws://127.0.0.1:0".to_string()
+        }),
+    };
     let exe = std::env::current_exe().context("finding codex-parity's own path")?;
-    let source = Source::parse(&args.from)?;
     let whole_session = match (args.whole_session, args.no_whole_session) {
         (true, _) => true,
         (_, true) => false,
@@ -128,6 +161,7 @@ pub(crate) async fn client_check(args: ClientCheckArgs) -> anyhow::Result<ExitCo
         keep_in: args.report.as_ref().map(|d| d.join("runs")),
         whole_session,
         ignore_output,
+        listen,
     };
     let verdict = checker::check(&options).await?;
     print!("{}", verdict.table());

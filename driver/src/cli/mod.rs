@@ -128,16 +128,20 @@ enum Command {
     /// Check your own program against what codex sends it, and what a next release, a
     /// loaded server or a crash could send instead (docs/client-check.md).
     ///
-    /// COMMAND is served a session by a mock app-server, once as recorded and once per
-    /// mutation (a message dropped or doubled, a method, enum value or field no schema has,
-    /// reordered notifications, an overloaded or crashing server, slow messages, another
-    /// codex version's stream), and a table says how it coped.
+    /// COMMAND is served a session by a mock codex, once as recorded and once per mutation
+    /// (a message dropped or doubled, a method, enum value, event, item or field no
+    /// release has, reordered notifications, an overloaded, crashing or failing codex,
+    /// slow messages, another codex version's stream), and a table says how it coped.
     ///
     /// COMMAND finds the mock as `codex`: first on its PATH and in $CODEX_PARITY_CODEX, as
-    /// with `record`. Each run is bounded by --timeout-secs; COMMAND's process group is
-    /// killed after it. A mutation expects COMMAND to survive (exit 0, every server request
-    /// answered) or, where the session cannot end well or no exit status is right for every
-    /// client (drop:*, exit-mid-turn, unknown-enum), to end by itself rather than hang.
+    /// with `record`. It serves `codex app-server` on stdio, `codex exec` (one recorded
+    /// run per process, as OpenAI's TypeScript SDK runs it), and with --listen (on by
+    /// default for a recording made over a listener) a WebSocket listener whose URL is in
+    /// $CODEX_PARITY_LISTEN. Each run is bounded by --timeout-secs; COMMAND's process group
+    /// is killed after it. A mutation expects COMMAND to survive (exit 0, every server
+    /// request answered), to end by itself rather than hang (drop:*, exit-mid-turn,
+    /// unknown-enum), to fail (exit non-zero: no-terminal-event, turn-failed,
+    /// exit-mid-stream) or to cope (survive or fail cleanly: renamed-field).
     ///
     /// Examples:
     ///   codex-parity client-check --from tests/codex/tool_turn.toml -- python3 my_client.py
@@ -145,10 +149,14 @@ enum Command {
     ///       --must-survive all -- ./target/debug/my-editor --headless
     ///   codex-parity client-check --from s.toml --mutations none,as:0.161.0,drop:turn/completed \
     ///       --report cc -- npm test
+    ///   codex-parity client-check --from exec-session.toml -- node my-sdk-script.mjs
+    ///     (new Codex({ codexPathOverride: process.env.CODEX_PARITY_CODEX }) in the script)
+    ///   codex-parity client-check --from kept-dir --listen ws://127.0.0.1:0 -- ./my-ide-test
     ///
     /// Exit status: 0 when every --must-survive mutation passed (a mutation that does not
     /// apply to the session is not a pass), 1 when one did not, 2 on bad input (no such
-    /// source, a source without client requests, COMMAND not found, an unknown mutation).
+    /// source, a source without client requests or exec runs, COMMAND not found, an
+    /// unknown mutation, a --listen where the mock cannot listen).
     #[command(verbatim_doc_comment)]
     ClientCheck(client_check::ClientCheckArgs),
     /// Can I upgrade from A to B? One verdict from everything your integration relies on:
@@ -165,7 +173,8 @@ enum Command {
     /// without scenario files, a codex that cannot be had).
     #[command(verbatim_doc_comment)]
     Upgrade(upgrade::UpgradeArgs),
-    /// (internal) The mock app-server the `codex` shim of `client-check` runs.
+    /// (internal) The mock codex the `codex` shim of `client-check` runs (and its
+    /// listener).
     #[command(name = "client-check-serve", hide = true)]
     ClientCheckServe {
         /// The mutation's run directory.

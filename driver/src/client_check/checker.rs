@@ -1,8 +1,12 @@
 //! One `client-check`: the integrator's COMMAND run once per mutation, each time with a
 //! `codex` shim (first on its `PATH` and in `CODEX_PARITY_CODEX`, as with `record`) that is
-//! the mock app-server of [`crate::client_check::serve`] serving that mutation's script.
-//! COMMAND runs in a process group of its own, bounded by the time limit; the group is
-//! killed after it, so nothing it started outlives the check.
+//! the mock codex of [`crate::client_check::serve`] serving that mutation's script (its
+//! app-server on stdio, its `codex exec`). With a listener ([`CheckOptions::listen`]) the
+//! mock also listens on a WebSocket before COMMAND starts, its URL in
+//! `CODEX_PARITY_LISTEN`, as `record --listen` gives it. COMMAND runs in a process group of
+//! its own, bounded by the time limit; the group is killed after it, and the listener
+//! with it, so nothing either started outlives the check (the listener and COMMAND die
+//! with client-check, and the guard kills the rest when client-check is killed outright).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -10,16 +14,19 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::client_check::mutation::{Expect, Mutation};
 use crate::client_check::output;
 use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
-use crate::client_check::served::{self, Served};
+use crate::client_check::served::{self, Served, Via};
 use crate::client_check::source::Source;
 use crate::client_check::verdict::{Row, RowResult, Verdict};
+use crate::client_check::ws_serve::LISTENING_ON;
 use crate::codex::binaries::OneBinary;
 use crate::harness::guard::Guard;
+use crate::record::recorder::LISTEN_ENV;
 use crate::record::redact::Redactor;
 use crate::record::shim::{self, CODEX_ENV};
 
@@ -48,6 +55,10 @@ pub struct CheckOptions {
     pub whole_session: bool,
     /// Lines of COMMAND's stdout left out when it is held against `none`'s.
     pub ignore_output: Vec<regex::Regex>,
+    /// Serve the app-server connections on a WebSocket listener at this address
+    /// (`ws://HOST:PORT`, port 0 for one the system picks), given to COMMAND in
+    /// `CODEX_PARITY_LISTEN`; `None`: only through the shim (stdio, exec).
+    pub listen: Option<String>,
 }
 
 /// Runs the check (see the module docs).
@@ -81,9 +92,17 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
     std::fs::create_dir_all(world.join("workspace"))
         .with_context(|| format!("creating {}", world.display()))?;
     let recorded = o.source.script(None, &o.codex, &world).await?;
-    if recorded.answers() == 0 {
+    if recorded.answers() == 0 && recorded.execs.is_empty() {
         bail!(
-            "{} holds no answer to any client request: there is nothing to serve a client",
+            "{} holds no answer to any client request and no codex exec run: there is \
+             nothing to serve a client",
+            o.source.describe()
+        );
+    }
+    if o.listen.is_some() && recorded.connections.is_empty() {
+        bail!(
+            "--listen: {} holds no app-server connection to serve on a listener (it holds \
+             codex exec runs only)",
             o.source.describe()
         );
     }
@@ -111,9 +130,10 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
                 let mut row = judge(mutation, must, &ran, o, &reference);
                 row.notes.extend(said);
                 if *mutation == Mutation::None {
-                    reference = match row.result {
-                        RowResult::Passed => Reference::Printed(ran.stdout),
-                        _ => Reference::Failed,
+                    reference = if row.passes() {
+                        Reference::Printed(ran.stdout)
+                    } else {
+                        Reference::Failed
                     };
                 }
                 row
@@ -132,6 +152,7 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
             .collect(),
         timeout_secs: o.timeout.as_secs(),
         whole_session: o.whole_session,
+        listen: o.listen.clone(),
         rows: rows.into_iter().flatten().collect(),
     })
 }
@@ -188,6 +209,10 @@ struct Ran {
     stdout: String,
     /// How many app-server connections the session has.
     connections: usize,
+    /// How many `codex exec` runs it has.
+    execs: usize,
+    /// Where the mock listened (`None`: no listener).
+    listened: Option<String>,
 }
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
@@ -204,11 +229,16 @@ async fn run_one(
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let limit = o.timeout + Duration::from_millis(script.gap_ms * script.len() as u64);
-    let connections = script.connections.len();
+    let (connections, execs) = (script.connections.len(), script.execs.len());
     script.deadline_ms = serve::now_ms() + limit.as_millis() as u64 + 5000;
     script.write(&serve::script_path(dir))?;
     let bin = dir.join("bin");
     let codex = shim::write(&bin, &o.exe, SERVE_COMMAND, dir)?;
+    let listener = match &o.listen {
+        Some(url) => Some(MockListener::start(o, dir, url, guard).await?),
+        None => None,
+    };
+    let listened = listener.as_ref().map(|l| l.url.clone());
     let mut path = OsString::from(&bin);
     if let Some(old) = std::env::var_os("PATH") {
         path.push(":");
@@ -224,6 +254,7 @@ async fn run_one(
         .args(&o.command[1..])
         .env("PATH", path)
         .env(CODEX_ENV, &codex)
+        .envs(listened.iter().map(|url| (LISTEN_ENV, url)))
         .stdin(Stdio::null())
         .stdout(file("stdout.txt")?)
         .stderr(file("stderr.txt")?)
@@ -267,6 +298,9 @@ async fn run_one(
     if let Some(group) = group {
         guard.release(group.unsigned_abs());
     }
+    if let Some(listener) = listener {
+        listener.stop(guard).await;
+    }
     let escaped = stop_escaped(dir, group).await;
     redact_output(dir)?;
     Ok(Ran {
@@ -278,7 +312,93 @@ async fn run_one(
         stderr: std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default(),
         stdout: std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default(),
         connections,
+        execs,
+        listened,
     })
+}
+
+/// The mock's WebSocket listener of one run: `client-check-serve DIR app-server --listen
+/// URL`, in a process group of its own, dying with client-check (the parent-death signal)
+/// and watched by the guard.
+struct MockListener {
+    child: tokio::process::Child,
+    /// Where it listens: `ws://IP:PORT`.
+    url: String,
+}
+
+/// How long the listener may take to say where it listens.
+const LISTEN_WAIT: Duration = Duration::from_secs(10);
+
+impl MockListener {
+    /// Starts it at `url` for the run in `dir`; an error when it cannot listen there.
+    async fn start(
+        o: &CheckOptions,
+        dir: &Path,
+        url: &str,
+        guard: &mut Guard,
+    ) -> anyhow::Result<MockListener> {
+        let mut command = tokio::process::Command::new(&o.exe);
+        command
+            .arg(SERVE_COMMAND)
+            .arg(dir)
+            .args(["app-server", "--listen", url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        codex_parity_sidecar::control::parent_death::die_with_parent(&mut command);
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting the mock's listener at {url}"))?;
+        if let Some(pid) = child.id() {
+            guard.watch(pid)?;
+        }
+        let stderr = child.stderr.take().context("the listener's stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let mut said = Vec::new();
+        let found = tokio::time::timeout(LISTEN_WAIT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(at) = line.split(LISTENING_ON).nth(1) {
+                    return Some(at.trim().to_string());
+                }
+                said.push(line);
+            }
+            None
+        })
+        .await;
+        let Ok(Some(bound)) = found else {
+            let _ = child.kill().await;
+            bail!(
+                "--listen {url}: the mock app-server could not listen there: {}",
+                said.join("; ")
+            );
+        };
+        // What it says later goes to a file of the run, never blocks it.
+        let log = dir.join("listener-stderr.txt");
+        tokio::spawn(async move {
+            let mut text = String::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                text.push_str(&line);
+                text.push('\n');
+                let _ = std::fs::write(&log, &text);
+            }
+        });
+        Ok(MockListener { child, url: bound })
+    }
+
+    /// Kills it (the connections it still serves end with it) and waits for it.
+    async fn stop(mut self, guard: &mut Guard) {
+        if let Some(pid) = self.child.id() {
+            if let Some(group) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+            let _ = self.child.wait().await;
+            guard.release(pid);
+        } else {
+            let _ = self.child.wait().await;
+        }
+    }
 }
 
 /// COMMAND's output as kept (in `--report DIR`), with the values of the environment's
@@ -346,10 +466,11 @@ fn group_lives(group: i32) -> bool {
 /// or whatever started them, e.g. by `setsid`), so they are killed with their own process
 /// group; their launches. A mock whose record names COMMAND's group is never one of them.
 async fn stop_escaped(dir: &Path, group: Option<i32>) -> Vec<usize> {
+    // The listener's connections are the check's own, stopped with it.
     let left: Vec<Served> = running(dir)
         .unwrap_or_default()
         .into_iter()
-        .filter(|s| Some(s.pgid as i32) != group)
+        .filter(|s| Some(s.pgid as i32) != group && s.via != Via::WebSocket)
         .collect();
     for s in &left {
         for (pid, group) in [(s.pgid, true), (s.pid, false)] {
@@ -381,7 +502,7 @@ fn judge(
     let (name, expect) = (mutation.name(), mutation.expect());
     let mut failures = Vec::new();
     let mut notes = Vec::new();
-    let served: &[Served] = match &ran.served {
+    let records: &[Served] = match &ran.served {
         Ok(all) => all,
         // Nothing can be said of a run whose records cannot be read: no pass.
         Err(e) => {
@@ -389,6 +510,8 @@ fn judge(
             &[]
         }
     };
+    let (served, refused): (Vec<&Served>, Vec<&Served>) =
+        records.iter().partition(|s| s.via != Via::Refused);
     let code = ran.status.and_then(|s| s.code());
     let next = served.iter().rev().find_map(|s| s.next.clone());
     match ran.status {
@@ -410,22 +533,25 @@ fn judge(
         Some(_) => {}
     }
     if served.is_empty() && ran.served.is_ok() {
-        failures.push(
-            "never started `codex app-server` (the shim is first on PATH and in \
-             $CODEX_PARITY_CODEX)"
-                .into(),
-        );
+        failures.push(never_started(ran));
     }
     if !ran.escaped.is_empty() {
         failures.push(format!(
-            "app-server launch(es) {:?} left COMMAND's process group and still ran after the \
-             group was gone (killed)",
+            "launch(es) {:?} of the mock codex left COMMAND's process group and still ran \
+             after the group was gone (killed)",
             ran.escaped
         ));
     }
-    let all =
-        |f: fn(&Served) -> &Vec<String>| served.iter().flat_map(f).cloned().collect::<Vec<_>>();
-    if expect == Expect::Survive {
+    let all = |f: fn(&Served) -> &Vec<String>| {
+        served
+            .iter()
+            .flat_map(|s| f(s))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    // Cope: exit 0 is judged as survive; a non-zero exit by itself is a clean failure.
+    let surviving = expect == Expect::Survive || (expect == Expect::Cope && code == Some(0));
+    if surviving {
         if let Some(c) = code.filter(|c| *c != 0) {
             let last = ran.stderr.lines().rev().find(|l| !l.trim().is_empty());
             failures.push(match last {
@@ -439,19 +565,29 @@ fn judge(
         }
         failures.extend(all(|s| &s.answers_differ));
         failures.extend(all(|s| &s.foreign_threads));
-        if mutation.keeps_output() {
-            match reference {
-                Reference::Printed(none) => {
-                    failures.extend(output::difference(none, &ran.stdout, &o.ignore_output))
-                }
+        if mutation.keeps_output() || expect == Expect::Cope || mutation.notes_output() {
+            let said = match reference {
+                Reference::Printed(none) => output::difference(none, &ran.stdout, &o.ignore_output),
                 Reference::NotRun => {
-                    notes.push("output not compared: `none` is not among --mutations".into())
+                    Some("output not compared: `none` is not among --mutations".into())
                 }
-                Reference::Failed => notes.push("output not compared: `none` did not pass".into()),
+                Reference::Failed => Some("output not compared: `none` did not pass".into()),
+            };
+            match (said, reference) {
+                (Some(d), Reference::Printed(_)) if !mutation.notes_output() => failures.push(d),
+                (Some(d), _) => notes.push(d),
+                (None, _) => {}
             }
         }
     } else if let Some(c) = code {
-        notes.push(format!("ended with status {c}"));
+        match expect {
+            Expect::Fail if c == 0 => failures.push(format!(
+                "exited 0: it took {} for success",
+                mutation.failure()
+            )),
+            Expect::Cope => notes.push(format!("failed cleanly with status {c}")),
+            _ => notes.push(format!("ended with status {c}")),
+        }
     }
     if *mutation == Mutation::UnknownEnum && code == Some(0) {
         notes.push(
@@ -460,6 +596,16 @@ fn judge(
                 .into(),
         );
     }
+    let refusals: Vec<String> = refused
+        .iter()
+        .map(|s| {
+            format!(
+                "`codex {}` ({})",
+                s.args.join(" "),
+                s.notes.first().map_or("", String::as_str)
+            )
+        })
+        .collect();
     let listed = [
         (
             "asked what the session does not answer",
@@ -471,33 +617,55 @@ fn judge(
         ),
         ("never asked", all(|s| &s.not_asked)),
         ("sent what is not JSON-RPC", all(|s| &s.malformed)),
+        ("ran what the session does not serve", refusals),
     ];
     for (what, items) in listed.into_iter().filter(|(_, i)| !i.is_empty()) {
         notes.push(format!("{what}: {}", items.join("; ")));
     }
-    let cut = |s: &&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
+    notes.extend(all(|s| &s.notes));
+    let cut = |s: &&&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
     let mut early: Vec<String> = served
         .iter()
         .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
         .map(|s| {
             format!(
-                "app-server {}: stopped {} step(s) before the session's end (next: {})",
+                "{} {}: stopped {} step(s) before the session's end (next: {})",
+                if s.via == Via::Exec {
+                    "exec"
+                } else {
+                    "app-server"
+                },
                 s.launch,
                 s.not_reached,
                 s.next.as_deref().unwrap_or("-")
             )
         })
         .collect();
-    if ran.status.is_some() && !served.is_empty() && served.len() < ran.connections {
-        early.push(format!(
-            "started {} of the session's {} app-server(s)",
-            served.len(),
-            ran.connections
-        ));
+    let apps = served.iter().filter(|s| s.via.app_server()).count();
+    let execs = served.iter().filter(|s| s.via == Via::Exec).count();
+    if ran.status.is_some() && !served.is_empty() {
+        if apps < ran.connections {
+            early.push(match ran.listened {
+                Some(_) => format!(
+                    "opened {apps} of the session's {} connection(s) to the listener",
+                    ran.connections
+                ),
+                None => format!(
+                    "started {apps} of the session's {} app-server(s)",
+                    ran.connections
+                ),
+            });
+        }
+        if execs < ran.execs {
+            early.push(format!(
+                "ran {execs} of the session's {} codex exec run(s)",
+                ran.execs
+            ));
+        }
     }
     // A client that copes but ends before the session does is a result of its own; with
     // the whole session asked for, it fails.
-    let stopped_early = expect == Expect::Survive && !early.is_empty();
+    let stopped_early = surviving && !early.is_empty();
     if stopped_early && o.whole_session {
         failures.extend(early.into_iter().map(|e| format!("{e} (--whole-session)")));
     } else {
@@ -517,8 +685,29 @@ fn judge(
         exit: code,
         timed_out: ran.status.is_none(),
         seconds: ran.seconds,
-        launches: served.len(),
+        launches: apps,
+        exec_runs: execs,
         reasons: failures,
         notes,
+    }
+}
+
+/// Why a run in which COMMAND reached no mock failed: what it should have started.
+fn never_started(ran: &Ran) -> String {
+    let shim = "the shim is first on PATH and in $CODEX_PARITY_CODEX";
+    match (&ran.listened, ran.connections > 0, ran.execs > 0) {
+        (Some(url), _, false) => format!(
+            "never connected to the mock app-server's listener at {url} (in \
+             ${LISTEN_ENV})"
+        ),
+        (Some(url), _, true) => format!(
+            "never connected to the mock app-server's listener at {url} (in \
+             ${LISTEN_ENV}) nor ran `codex exec` ({shim})"
+        ),
+        (None, true, true) => {
+            format!("never started `codex app-server` nor ran `codex exec` ({shim})")
+        }
+        (None, false, true) => format!("never ran `codex exec` ({shim})"),
+        (None, _, false) => format!("never started `codex app-server` ({shim})"),
     }
 }

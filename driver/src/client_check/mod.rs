@@ -1,14 +1,19 @@
 //! `codex-parity client-check`: the integrator's own program served what codex sends, and
 //! what a next release, a loaded server or a crash could send instead. The session comes
 //! from a [`source::Source`] (a run's transcript, a `record --keep` directory, or a
-//! scenario file run on codex) as a [`script::Script`] ([`placeholders`] gives a
-//! normalised transcript concrete ids); each [`mutation::Mutation`] changes it, and
-//! [`checker`] runs COMMAND once per mutation with a `codex` that is the mock app-server of
-//! [`serve`] (its state in [`mock`], what it saw in [`served`]). [`verdict`] judges and
-//! reports the runs; [`output`] holds what COMMAND printed against what it printed for
-//! `none`.
+//! scenario file run on codex) as a [`script::Script`] of app-server connections and
+//! `codex exec` runs ([`placeholders`] gives a normalised transcript concrete ids); each
+//! [`mutation::Mutation`] changes it (the exec ones through [`exec_mutation`]), and
+//! [`checker`] runs COMMAND once per mutation with a `codex` that is the mock codex of
+//! [`serve`]: an app-server on stdio (its state in [`mock`]) or on a WebSocket listener
+//! ([`ws_serve`]), and `codex exec` ([`exec_serve`], its command line read by
+//! [`exec_args`]); what each launch saw is in [`served`]. [`verdict`] judges and reports
+//! the runs; [`output`] holds what COMMAND printed against what it printed for `none`.
 
 pub mod checker;
+pub mod exec_args;
+pub mod exec_mutation;
+pub mod exec_serve;
 pub mod mock;
 pub mod mutation;
 pub mod output;
@@ -18,3 +23,4 @@ pub mod serve;
 pub mod served;
 pub mod source;
 pub mod verdict;
+pub mod ws_serve;

@@ -1,11 +1,15 @@
 //! The mutations `client-check` serves a session with, each in a run of its own: what a
 //! next codex release, a loaded server or a crash could send the client instead of what was
-//! recorded. [`Mutation::apply`] turns the recorded [`Script`] into the served one, or says
-//! why the mutation has nothing to change in this session (never counted as passed).
+//! recorded. Some change app-server connections, some `codex exec` runs (their changes are
+//! in [`crate::client_check::exec_mutation`]), and `none`, `extra-field`, `slow` and
+//! `as:VERSION` both. [`Mutation::apply`] turns the recorded [`Script`] into the served
+//! one, or says why the mutation has nothing to change in this session (never counted as
+//! passed).
 
 use serde_json::{Map, Value, json};
 
-use crate::client_check::script::{Reply, Script, Step};
+use crate::client_check::exec_mutation as exec;
+use crate::client_check::script::{Kinds, Reply, Script, Step};
 
 /// A method no codex schema has, sent by `unknown-notification`.
 pub const UNKNOWN_METHOD: &str = "codexParity/unknownNotification";
@@ -41,6 +45,24 @@ pub enum Mutation {
     Slow(u64),
     /// The same session as this codex version sent it.
     As(String),
+    /// exec: no `turn.completed` (or `turn.failed`) at the end of a run, exit 0.
+    NoTerminalEvent,
+    /// exec: `turn.failed` instead of `turn.completed`, exit 1.
+    TurnFailed,
+    /// exec: an event of a type no release prints, after each `turn.started`.
+    UnknownEvent,
+    /// exec: an item of a type no release prints, after each `turn.started`.
+    UnknownItem,
+    /// exec: `item.type` named `item_type` and `agent_message` named `assistant_message`,
+    /// as older releases named them.
+    RenamedField,
+    /// exec: every item event printed twice.
+    DuplicateItems,
+    /// exec: `turn.completed`'s `usage` in the other convention (per turn or running
+    /// totals).
+    OtherUsage,
+    /// exec: the first run exits 1 mid-stream.
+    ExitMidStream,
 }
 
 /// What a client should do to pass a mutation.
@@ -50,14 +72,22 @@ pub enum Expect {
     Survive,
     /// Exit on its own (any status, no signal) within the time limit: never hang.
     End,
+    /// Exit non-zero on its own within the time limit: the run failed, and a client that
+    /// exits 0 took it for success.
+    Fail,
+    /// Either survive, printing what it printed for `none`, or fail cleanly (exit non-zero
+    /// on its own): anything but silently wrong output, a hang or a crash.
+    Cope,
 }
 
 impl Expect {
-    /// The word in tables: `survive` or `end`.
+    /// The word in tables: `survive`, `end`, `fail` or `cope`.
     pub fn word(self) -> &'static str {
         match self {
             Expect::Survive => "survive",
             Expect::End => "end",
+            Expect::Fail => "fail",
+            Expect::Cope => "cope",
         }
     }
 }
@@ -65,9 +95,26 @@ impl Expect {
 /// The word for every mutation in `--mutations` and `--must-survive`.
 pub const ALL: &str = "all";
 
-/// The mutations run when `--mutations` is not given (and what `all` stands for).
-pub const DEFAULT: &str = "none,drop:turn/completed,duplicate:item/agentMessage/delta,\
-unknown-notification,unknown-enum,extra-field,reorder,overloaded,exit-mid-turn,slow";
+/// The mutations of an app-server session run when `--mutations` is not given (and what
+/// `all` stands for then).
+pub const DEFAULT_APP_SERVER: &str = "none,drop:turn/completed,\
+duplicate:item/agentMessage/delta,unknown-notification,unknown-enum,extra-field,reorder,\
+overloaded,exit-mid-turn,slow";
+
+/// The mutations of a session of `codex exec` runs run when `--mutations` is not given
+/// (and what `all` stands for then).
+pub const DEFAULT_EXEC: &str = "none,no-terminal-event,turn-failed,unknown-event,\
+unknown-item,renamed-field,duplicate-items,other-usage,exit-mid-stream,extra-field,slow";
+
+/// The default list for a session of `kinds`: the app-server list, the exec list, or both
+/// (each mutation once).
+pub fn default_for(kinds: Kinds) -> String {
+    match (kinds.app_server, kinds.exec) {
+        (true, true) => format!("{DEFAULT_APP_SERVER},{DEFAULT_EXEC}"),
+        (false, true) => DEFAULT_EXEC.into(),
+        _ => DEFAULT_APP_SERVER.into(),
+    }
+}
 
 impl Mutation {
     /// Reads one mutation as `--mutations` names it.
@@ -98,24 +145,35 @@ impl Mutation {
                 None => SLOW_MS,
             }),
             "as" => Mutation::As(needs("VERSION")?),
+            "no-terminal-event" => Mutation::NoTerminalEvent,
+            "turn-failed" => Mutation::TurnFailed,
+            "unknown-event" => Mutation::UnknownEvent,
+            "unknown-item" => Mutation::UnknownItem,
+            "renamed-field" => Mutation::RenamedField,
+            "duplicate-items" => Mutation::DuplicateItems,
+            "other-usage" => Mutation::OtherUsage,
+            "exit-mid-stream" => Mutation::ExitMidStream,
             _ => {
                 return Err(format!(
-                    "unknown mutation `{text}`: the mutations are none, drop:METHOD, \
-                     duplicate:METHOD, unknown-notification, unknown-enum, extra-field, \
-                     reorder, overloaded, exit-mid-turn, slow[:MS] and as:VERSION, or `all`"
+                    "unknown mutation `{text}`: the mutations are none, extra-field, \
+                     slow[:MS] and as:VERSION; for app-server clients drop:METHOD, \
+                     duplicate:METHOD, unknown-notification, unknown-enum, reorder, \
+                     overloaded and exit-mid-turn; for codex exec clients no-terminal-event, \
+                     turn-failed, unknown-event, unknown-item, renamed-field, \
+                     duplicate-items, other-usage and exit-mid-stream; or `all`"
                 ));
             }
         })
     }
 
-    /// A comma-separated list of mutations, in order, each once; `all` stands for
-    /// [`DEFAULT`] (every mutation with its default argument; `as:VERSION` is named on its
-    /// own).
-    pub fn parse_list(text: &str) -> Result<Vec<Mutation>, String> {
+    /// A comma-separated list of mutations, in order, each once; `all` stands for the
+    /// default list of a session of `kinds` ([`default_for`]: every mutation of those kinds
+    /// with its default argument; `as:VERSION` is named on its own).
+    pub fn parse_list(text: &str, kinds: Kinds) -> Result<Vec<Mutation>, String> {
         let mut out: Vec<Mutation> = Vec::new();
         for word in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let more = if word == ALL {
-                Mutation::parse_list(DEFAULT)?
+                Mutation::parse_list(&default_for(kinds), kinds)?
             } else {
                 vec![Mutation::parse(word)?]
             };
@@ -139,7 +197,29 @@ impl Mutation {
                 | Mutation::ExtraField
                 | Mutation::UnknownNotification
                 | Mutation::Slow(_)
+                | Mutation::UnknownEvent
+                | Mutation::UnknownItem
+                | Mutation::DuplicateItems
         )
+    }
+
+    /// Whether a difference from `none`'s output is worth a note, not a failure: the
+    /// session says something else (other numbers), which a client may well print.
+    pub fn notes_output(&self) -> bool {
+        *self == Mutation::OtherUsage
+    }
+
+    /// For a mutation that expects the client to fail: what a client that exits 0 took
+    /// for success.
+    pub fn failure(&self) -> &'static str {
+        match self {
+            Mutation::NoTerminalEvent => {
+                "a run whose stream ended without turn.completed or turn.failed"
+            }
+            Mutation::TurnFailed => "a failed turn (turn.failed, exit 1)",
+            Mutation::ExitMidStream => "a codex exec that exited 1 mid-stream",
+            _ => "a session that could not end well",
+        }
     }
 
     /// The mutation as `--mutations` names it.
@@ -157,16 +237,45 @@ impl Mutation {
             Mutation::Slow(ms) if *ms == SLOW_MS => "slow".into(),
             Mutation::Slow(ms) => format!("slow:{ms}"),
             Mutation::As(v) => format!("as:{v}"),
+            Mutation::NoTerminalEvent => "no-terminal-event".into(),
+            Mutation::TurnFailed => "turn-failed".into(),
+            Mutation::UnknownEvent => "unknown-event".into(),
+            Mutation::UnknownItem => "unknown-item".into(),
+            Mutation::RenamedField => "renamed-field".into(),
+            Mutation::DuplicateItems => "duplicate-items".into(),
+            Mutation::OtherUsage => "other-usage".into(),
+            Mutation::ExitMidStream => "exit-mid-stream".into(),
         }
+    }
+
+    /// Whether it changes only `codex exec` runs.
+    pub fn exec_only(&self) -> bool {
+        matches!(
+            self,
+            Mutation::NoTerminalEvent
+                | Mutation::TurnFailed
+                | Mutation::UnknownEvent
+                | Mutation::UnknownItem
+                | Mutation::RenamedField
+                | Mutation::DuplicateItems
+                | Mutation::OtherUsage
+                | Mutation::ExitMidStream
+        )
     }
 
     /// What the client must do to pass: end rather than hang where the session cannot end
     /// well (a message dropped, codex gone) or where no exit status is right for all clients
     /// (a turn status nobody knows: success or failure is the client's call, the table shows
-    /// which it made); survive otherwise.
+    /// which it made); fail where an exec run failed or has no outcome (a turn that failed,
+    /// that never ended, a codex that exited mid-stream); cope with a stream named as older
+    /// releases named it (read it or fail cleanly); survive otherwise.
     pub fn expect(&self) -> Expect {
         match self {
             Mutation::Drop(_) | Mutation::ExitMidTurn | Mutation::UnknownEnum => Expect::End,
+            Mutation::NoTerminalEvent | Mutation::TurnFailed | Mutation::ExitMidStream => {
+                Expect::Fail
+            }
+            Mutation::RenamedField => Expect::Cope,
             _ => Expect::Survive,
         }
     }
@@ -176,10 +285,29 @@ impl Mutation {
     /// which the caller loads; here it changes nothing.)
     pub fn apply(&self, script: &Script) -> Result<Script, String> {
         let mut out = script.clone();
+        if self.exec_only() && out.execs.is_empty() {
+            return Err("the session has no codex exec run".into());
+        }
         let changed = match self {
             Mutation::None | Mutation::As(_) => true,
             Mutation::Slow(ms) => {
                 out.gap_ms = *ms;
+                true
+            }
+            Mutation::NoTerminalEvent => exec::no_terminal_event(&mut out.execs),
+            Mutation::TurnFailed => exec::turn_failed(&mut out.execs),
+            Mutation::UnknownEvent => {
+                exec::after_turn_started(&mut out.execs, &exec::unknown_event())
+            }
+            Mutation::UnknownItem => {
+                exec::after_turn_started(&mut out.execs, &exec::unknown_item())
+            }
+            Mutation::RenamedField => exec::renamed_field(&mut out.execs),
+            Mutation::DuplicateItems => exec::duplicate_items(&mut out.execs),
+            Mutation::ExitMidStream => exec::exit_mid_stream(&mut out.execs),
+            Mutation::OtherUsage => {
+                let said = exec::other_usage(&mut out.execs)?;
+                out.notes.push(said);
                 true
             }
             Mutation::Drop(method) => each(&mut out, |steps| drop(steps, method)),
@@ -188,7 +316,15 @@ impl Mutation {
                 after_turn_started(steps, unknown_notification(), true)
             }),
             Mutation::UnknownEnum => each(&mut out, |s| unknown_status(s)),
-            Mutation::ExtraField => each(&mut out, |s| extra_fields(s)),
+            Mutation::ExtraField => {
+                let events = out.execs.iter_mut().flat_map(|e| e.events.iter_mut());
+                let mut any = false;
+                for event in events.filter(|e| e.is_object()) {
+                    add_extra_field(event);
+                    any = true;
+                }
+                each(&mut out, |s| extra_fields(s)) || any
+            }
             Mutation::Reorder => each(&mut out, |s| reorder(s)),
             Mutation::Overloaded => each(&mut out, overload),
             Mutation::ExitMidTurn => each(&mut out, |steps| {
@@ -210,6 +346,16 @@ impl Mutation {
                 "the session has no two neighbouring notifications of different items".into()
             }
             Mutation::Overloaded => "the session answers no request after initialize".into(),
+            Mutation::ExtraField => "the session sends nothing".into(),
+            Mutation::NoTerminalEvent => {
+                "no run of the session ends with turn.completed or turn.failed".into()
+            }
+            Mutation::TurnFailed => "no run of the session has a turn.completed".into(),
+            Mutation::UnknownEvent | Mutation::UnknownItem | Mutation::ExitMidStream => {
+                "no run of the session has a turn.started".into()
+            }
+            Mutation::RenamedField => "no run of the session has an item".into(),
+            Mutation::DuplicateItems => "no run of the session has an item event".into(),
             _ => "the session has no turn/started".into(),
         })
     }
@@ -305,31 +451,33 @@ fn unknown_status(steps: &mut [Step]) -> bool {
 /// header maps), not protocol objects: `extra-field` leaves them as they are.
 pub const FREE_FORM: [&str; 5] = ["arguments", "env", "headers", "metadata", "_meta"];
 
-fn extra_fields(steps: &mut [Step]) -> bool {
-    fn add(value: &mut Value) {
-        match value {
-            Value::Object(obj) => {
-                for (key, v) in obj.iter_mut() {
-                    if !FREE_FORM.contains(&key.as_str()) {
-                        add(v);
-                    }
+/// [`EXTRA_FIELD`] added to every object of `value`, except free-form data.
+fn add_extra_field(value: &mut Value) {
+    match value {
+        Value::Object(obj) => {
+            for (key, v) in obj.iter_mut() {
+                if !FREE_FORM.contains(&key.as_str()) {
+                    add_extra_field(v);
                 }
-                obj.insert(
-                    EXTRA_FIELD.into(),
-                    json!("added by client-check extra-field"),
-                );
             }
-            Value::Array(items) => items.iter_mut().for_each(add),
-            _ => {}
+            obj.insert(
+                EXTRA_FIELD.into(),
+                json!("added by client-check extra-field"),
+            );
         }
+        Value::Array(items) => items.iter_mut().for_each(add_extra_field),
+        _ => {}
     }
+}
+
+fn extra_fields(steps: &mut [Step]) -> bool {
     for step in steps.iter_mut() {
         match step {
-            Step::Notify { params, .. } | Step::Ask { params, .. } => add(params),
+            Step::Notify { params, .. } | Step::Ask { params, .. } => add_extra_field(params),
             Step::Answer {
                 reply: Reply::Result(result),
                 ..
-            } => add(result),
+            } => add_extra_field(result),
             _ => {}
         }
     }
@@ -444,7 +592,8 @@ mod tests {
 
     #[test]
     fn every_name_reads_back_as_itself() {
-        for m in Mutation::parse_list(&format!("{DEFAULT},slow:10,as:0.161.0")).unwrap() {
+        let list = format!("{DEFAULT_APP_SERVER},{DEFAULT_EXEC},slow:10,as:0.161.0");
+        for m in Mutation::parse_list(&list, Kinds::default()).unwrap() {
             assert_eq!(Mutation::parse(&m.name()).unwrap(), m);
         }
         assert!(Mutation::parse("drop").unwrap_err().contains("drop:METHOD"));
@@ -533,9 +682,26 @@ mod tests {
 
     #[test]
     fn all_stands_for_the_default_list_and_each_mutation_runs_once() {
-        let all = Mutation::parse_list("all").unwrap();
-        assert_eq!(all, Mutation::parse_list(DEFAULT).unwrap());
-        let more = Mutation::parse_list("none,all,as:0.161.0,none").unwrap();
+        let app = Kinds::default();
+        let all = Mutation::parse_list("all", app).unwrap();
+        assert_eq!(all, Mutation::parse_list(DEFAULT_APP_SERVER, app).unwrap());
+        let exec = Kinds {
+            app_server: false,
+            exec: true,
+        };
+        let execs = Mutation::parse_list("all", exec).unwrap();
+        assert_eq!(execs, Mutation::parse_list(DEFAULT_EXEC, exec).unwrap());
+        assert!(execs.iter().all(|m| !matches!(m, Mutation::Reorder)));
+        let both = Kinds {
+            app_server: true,
+            exec: true,
+        };
+        // Both lists, `none`, `extra-field` and `slow` once.
+        assert_eq!(
+            Mutation::parse_list("all", both).unwrap().len(),
+            all.len() + execs.len() - 3
+        );
+        let more = Mutation::parse_list("none,all,as:0.161.0,none", app).unwrap();
         assert_eq!(more.len(), all.len() + 1);
         assert_eq!(more[0], Mutation::None);
         assert_eq!(more.last(), Some(&Mutation::As("0.161.0".into())));
@@ -568,5 +734,24 @@ mod tests {
         assert_eq!(Mutation::ExitMidTurn.expect(), Expect::End);
         assert_eq!(Mutation::UnknownEnum.expect(), Expect::End);
         assert_eq!(Mutation::Reorder.expect(), Expect::Survive);
+        assert_eq!(
+            why(Mutation::TurnFailed),
+            "the session has no codex exec run"
+        );
+        assert_eq!(Mutation::TurnFailed.expect(), Expect::Fail);
+        assert_eq!(Mutation::RenamedField.expect(), Expect::Cope);
+    }
+
+    #[test]
+    fn extra_field_reaches_exec_events_too() {
+        let s = Script {
+            execs: vec![crate::client_check::script::ExecScript::from_events(vec![
+                json!({"type": "turn.completed", "usage": {"input_tokens": 1}}),
+            ])],
+            ..Script::default()
+        };
+        let extra = Mutation::ExtraField.apply(&s).unwrap();
+        assert!(extra.execs[0].events[0]["usage"].get(EXTRA_FIELD).is_some());
+        assert!(Mutation::Reorder.apply(&s).is_err());
     }
 }

@@ -1,20 +1,24 @@
-//! What the mock app-server serves: per app-server launch, the messages codex sent in the
-//! order it sent them, as [`Step`]s. The answers to the client's requests are slots the
-//! client's own requests fill (by method); notifications and server requests go out in
-//! order between them. A [`Script`] is made from a transcript ([`Script::from_sent`]) or
-//! from a relay log of `record --keep` ([`Script::from_rpcs`]), mutated by
+//! What the mock codex serves: per app-server launch (or connection to its listener), the
+//! messages codex sent in the order it sent them, as [`Step`]s; per `codex exec` run, the
+//! event stream it printed and its exit status, as an [`ExecScript`]. The answers to the
+//! client's requests are slots the client's own requests fill (by method); notifications
+//! and server requests go out in order between them. A [`Script`] is made from a
+//! transcript ([`Script::from_sent`]) or from the relay logs of `record --keep`
+//! ([`Script::from_rpcs`], [`ExecScript::from_session`]), mutated by
 //! [`crate::client_check::mutation`], and written as JSON for the mock to read.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::app_server::exec::event_type;
 use crate::app_server::message::{Message, RequestId, RpcError};
 use crate::app_server::transcript::{Sent, SentKind};
-use crate::record::timeline::Rpc;
+use crate::client_check::exec_args::ExecArgs;
+use crate::record::timeline::{ExecSession, Rpc};
 
 /// How codex answered one of the client's requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +98,26 @@ impl Step {
     }
 }
 
+/// What a session holds: app-server connections, `codex exec` runs, or both (the default
+/// mutations are those of its kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kinds {
+    /// App-server connections.
+    pub app_server: bool,
+    /// `codex exec` runs.
+    pub exec: bool,
+}
+
+impl Default for Kinds {
+    /// An app-server session, what a source holds unless it says otherwise.
+    fn default() -> Kinds {
+        Kinds {
+            app_server: true,
+            exec: false,
+        }
+    }
+}
+
 /// Everything one mock app-server launch needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Script {
@@ -103,6 +127,9 @@ pub struct Script {
     pub codex_version: String,
     /// The steps of each app-server launch, in launch order.
     pub connections: Vec<Vec<Step>>,
+    /// The `codex exec` runs, in the order the client ran them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub execs: Vec<ExecScript>,
     /// The pause before each message the mock sends, in milliseconds (`slow`).
     #[serde(default)]
     pub gap_ms: u64,
@@ -116,7 +143,9 @@ pub struct Script {
 }
 
 impl Script {
-    /// A script of one connection per list of messages codex sent (a transcript).
+    /// A script of the messages codex sent (a transcript): a list of `codex exec` events
+    /// is one exec run, any other list one app-server connection (an empty list is an
+    /// exec run that printed nothing when no list is an app-server's).
     pub fn from_sent(origin: &str, version: &str, connections: &[Vec<Sent>]) -> Script {
         let steps = |messages: &Vec<Sent>| {
             messages
@@ -145,16 +174,23 @@ impl Script {
                             params: m.payload.clone(),
                             expected: None,
                         },
-                        // `codex exec` events reach no app-server client.
                         SentKind::Event => return None,
                     })
                 })
                 .collect()
         };
+        let events = |messages: &Vec<Sent>| messages.iter().all(|m| m.kind == SentKind::Event);
+        let apps = connections.iter().any(|c| !c.is_empty() && !events(c));
+        let exec = |messages: &Vec<Sent>| events(messages) && (!messages.is_empty() || !apps);
         Script {
             origin: origin.into(),
             codex_version: version.into(),
-            connections: connections.iter().map(steps).collect(),
+            connections: connections.iter().filter(|c| !exec(c)).map(steps).collect(),
+            execs: connections
+                .iter()
+                .filter(|c| exec(c))
+                .map(|c| ExecScript::from_events(c.iter().map(|m| m.payload.clone()).collect()))
+                .collect(),
             ..Script::default()
         }
     }
@@ -239,14 +275,64 @@ impl Script {
         }
     }
 
-    /// How many steps it holds, over all its connections.
+    /// What it holds (an empty script counts as an app-server session).
+    pub fn kinds(&self) -> Kinds {
+        let exec = !self.execs.is_empty();
+        Kinds {
+            app_server: !self.connections.is_empty() || !exec,
+            exec,
+        }
+    }
+
+    /// How many steps and exec events it holds, over all its connections and runs.
     pub fn len(&self) -> usize {
-        self.connections.iter().map(Vec::len).sum()
+        self.connections.iter().map(Vec::len).sum::<usize>()
+            + self.execs.iter().map(|e| e.events.len()).sum::<usize>()
     }
 
     /// Whether it holds no step.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every thread id the session serves, on any connection or exec run.
+    pub fn thread_ids(&self) -> BTreeSet<String> {
+        fn walk(value: &Value, key: Option<&str>, out: &mut BTreeSet<String>) {
+            match value {
+                Value::Object(obj) => {
+                    for (k, v) in obj {
+                        if k == "thread"
+                            && let Some(id) = v.get("id").and_then(Value::as_str)
+                        {
+                            out.insert(id.to_string());
+                        }
+                        walk(v, Some(k), out);
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
+                Value::String(s) if matches!(key, Some("threadId" | "thread_id")) => {
+                    out.insert(s.clone());
+                }
+                _ => {}
+            }
+        }
+        let mut out = BTreeSet::new();
+        for step in self.connections.iter().flatten() {
+            match step {
+                Step::Notify { params, .. } | Step::Ask { params, .. } => {
+                    walk(params, None, &mut out)
+                }
+                Step::Answer {
+                    reply: Reply::Result(result),
+                    ..
+                } => walk(result, None, &mut out),
+                _ => {}
+            }
+        }
+        for event in self.execs.iter().flat_map(|e| &e.events) {
+            walk(event, None, &mut out);
+        }
+        out
     }
 
     /// How many answers to client requests the script holds, over all its connections.
@@ -269,6 +355,101 @@ impl Script {
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_json::to_string(self).context("serialising a script")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// One `codex exec` run the mock plays: the events it prints on stdout, one a line, and the
+/// status it exits with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecScript {
+    /// The arguments after `codex` the recorded client gave (`exec` first), when the source
+    /// has them (a recording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// What the recorded client wrote to codex's stdin, when the source has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+    /// The event stream, a line each: a JSON event, or a line that was not JSON as a string.
+    pub events: Vec<Value>,
+    /// The exit status.
+    pub exit: i32,
+    /// Whether the source does not hold the exit status, so that it is read from the stream
+    /// ([`ExecScript::from_events`]).
+    #[serde(default)]
+    pub exit_inferred: bool,
+    /// Whether a mutation cut the stream short (`exit-mid-stream`).
+    #[serde(default)]
+    pub cut: bool,
+}
+
+impl ExecScript {
+    /// A run of `events` whose exit status is not known: read from the stream (1 after
+    /// `turn.failed`, after an `error` with no `turn.completed`, or when codex printed
+    /// nothing; else 0, as codex exits).
+    pub fn from_events(events: Vec<Value>) -> ExecScript {
+        let has = |t: &str| events.iter().any(|e| event_type(e) == t);
+        let failed =
+            events.is_empty() || has("turn.failed") || (has("error") && !has("turn.completed"));
+        ExecScript {
+            exit: i32::from(failed),
+            exit_inferred: true,
+            events,
+            ..ExecScript::default()
+        }
+    }
+
+    /// A run `record --keep` logged: its arguments, stdin, lines and exit status as they
+    /// were (a run killed by a signal, or still running when the recording ended, exits 1).
+    pub fn from_session(session: &ExecSession) -> ExecScript {
+        ExecScript {
+            args: Some(session.args.clone()),
+            stdin: session.stdin.clone(),
+            events: session
+                .lines
+                .iter()
+                .map(|(_, line)| {
+                    serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.clone()))
+                })
+                .collect(),
+            exit: session.exit.flatten().unwrap_or(1),
+            exit_inferred: false,
+            cut: false,
+        }
+    }
+
+    /// The thread id its `thread.started` gives, if any.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.events
+            .iter()
+            .find(|e| event_type(e) == "thread.started")
+            .and_then(|e| e.get("thread_id"))
+            .and_then(Value::as_str)
+    }
+
+    /// The text of its last completed agent message (as older releases named it too:
+    /// `item_type`, `assistant_message`), what codex writes to `--output-last-message`.
+    pub fn final_message(&self) -> Option<&str> {
+        self.events
+            .iter()
+            .filter(|e| event_type(e) == "item.completed")
+            .filter_map(|e| e.get("item"))
+            .filter(|i| {
+                let kind = i.get("type").or_else(|| i.get("item_type"));
+                matches!(
+                    kind.and_then(Value::as_str),
+                    Some("agent_message" | "assistant_message")
+                )
+            })
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .next_back()
+    }
+
+    /// The resume the recorded client asked for, when the source has its arguments:
+    /// `Some(Some(id))` for `resume ID`, `Some(None)` for none (or `--last`).
+    pub fn recorded_resume(&self) -> Option<Option<String>> {
+        self.args
+            .as_ref()
+            .map(|a| ExecArgs::of(a).and_then(|e| e.resume).and_then(|r| r.id))
     }
 }
 
@@ -353,5 +534,62 @@ mod tests {
             .map(|s| serde_json::to_value(s).unwrap()["do"].clone())
             .collect();
         assert_eq!(kinds, vec!["answer", "answer", "notify", "ask"]);
+    }
+
+    #[test]
+    fn thread_ids_are_read_from_every_connection_and_exec_run() {
+        let script = Script {
+            connections: vec![
+                vec![Step::Answer {
+                    method: "thread/start".into(),
+                    reply: Reply::Result(json!({"thread": {"id": "t1"}})),
+                    thread: None,
+                }],
+                vec![Step::Notify {
+                    method: "turn/started".into(),
+                    params: json!({"threadId": "t2"}),
+                    extra: Default::default(),
+                }],
+            ],
+            execs: vec![ExecScript::from_events(vec![
+                json!({"type": "thread.started", "thread_id": "t3"}),
+            ])],
+            ..Script::default()
+        };
+        assert_eq!(
+            script.thread_ids().into_iter().collect::<Vec<_>>(),
+            vec!["t1".to_string(), "t2".to_string(), "t3".to_string()]
+        );
+    }
+
+    #[test]
+    fn an_exec_stream_is_one_run_whose_exit_is_read_from_it() {
+        let event = |t: &str| Sent::new(SentKind::Event, t, json!({"type": t}));
+        let ok = vec![
+            event("thread.started"),
+            event("turn.started"),
+            event("turn.completed"),
+        ];
+        let failed = vec![
+            event("thread.started"),
+            event("error"),
+            event("turn.failed"),
+        ];
+        let s = Script::from_sent("t", "0.171.0", &[ok, failed]);
+        assert!(s.connections.is_empty(), "{:?}", s.connections);
+        assert_eq!(
+            s.execs
+                .iter()
+                .map(|e| (e.exit, e.exit_inferred))
+                .collect::<Vec<_>>(),
+            vec![(0, true), (1, true)]
+        );
+        assert_eq!(s.len(), 6);
+        let run = ExecScript::from_events(vec![
+            json!({"type": "item.completed", "item": {"item_type": "assistant_message", "text": "a"}}),
+            json!({"type": "item.completed", "item": {"type": "agent_message", "text": "b"}}),
+            json!({"type": "item.completed", "item": {"type": "reasoning", "text": "c"}}),
+        ]);
+        assert_eq!(run.final_message(), Some("b"));
     }
 }

@@ -1,28 +1,35 @@
-//! The mock app-server process: what the client's `codex` runs during `client-check` (the
-//! hidden `codex-parity client-check-serve DIR ARGS…`). `codex app-server` (global flags
-//! before it allowed) serves one connection of the check's [`Script`] (`DIR/script.json`)
-//! on stdio through a [`Mock`]: launch N takes connection N, cycling when a client starts
-//! more app-servers than the session has (a test suite starting one per test). `codex
-//! --version` prints the session's version; anything else (another command, an app-server
-//! subcommand, another listener) is refused with a message and claims no launch.
+//! The mock codex process: what the client's `codex` runs during `client-check` (the hidden
+//! `codex-parity client-check-serve DIR ARGS…`), serving the check's [`Script`]
+//! (`DIR/script.json`):
 //!
-//! Each launch's record is `DIR/served/N.json` ([`crate::client_check::served`]), saved
-//! after every message. The mock exits when the client closes its stdin, at an `exit`
-//! step, or at the script's deadline whatever it is doing (a watchdog thread).
+//! - `codex app-server` (global flags before it allowed) serves one connection of the
+//!   session on stdio through a [`Mock`]: launch N takes connection N, cycling when a
+//!   client starts more app-servers than the session has (a test suite starting one per
+//!   test);
+//! - `codex app-server --listen ws://HOST:PORT` listens there and serves each connection
+//!   the next app-server connection of the session
+//!   ([`crate::client_check::ws_serve`]): what `client-check --listen` starts for a
+//!   client of a listener, and what a client that starts its own listener gets;
+//! - `codex exec …` plays the next exec run ([`crate::client_check::exec_serve`]);
+//! - `codex --version` prints the session's version.
+//!
+//! Anything else (another command, an app-server subcommand, a kind of session the script
+//! does not hold) is refused with a message, exit 2, and recorded
+//! (`DIR/served/refused-N.json`) for the row to name. Each launch's record is saved after
+//! every message. The mock exits when the client closes its stdin, at an `exit` step, or
+//! at the script's deadline whatever it is doing (a watchdog thread).
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
-use serde_json::Value;
-
+use crate::client_check::exec_args::ExecArgs;
 use crate::client_check::mock::Mock;
-use crate::client_check::script::{Reply, Script, Step};
-use crate::client_check::served::{self, Served};
+use crate::client_check::script::{Script, Step};
+use crate::client_check::served::{self, Served, Via};
+use crate::client_check::{exec_serve, ws_serve};
 
 /// The hidden subcommand the shim runs.
 pub const SERVE_COMMAND: &str = "client-check-serve";
@@ -54,43 +61,61 @@ pub fn serve(dir: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
     let left = Duration::from_millis(script.deadline_ms.saturating_sub(now_ms()));
     std::thread::spawn(move || {
         std::thread::sleep(left);
-        eprintln!("codex-parity client-check: the mock app-server's deadline passed");
+        eprintln!("codex-parity client-check: the mock codex's deadline passed");
         std::process::exit(1);
     });
+    let deadline = Instant::now() + left;
     let args: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    if let Err(why) = app_server_args(&args) {
-        if args.iter().any(|a| a == "--version" || a == "-V") {
+    let refuse = |why: String| -> anyhow::Result<i32> {
+        eprintln!(
+            "codex-parity client-check: this codex serves the session from {}: {why}",
+            script.origin
+        );
+        served::refuse(dir, &args, &why)?;
+        Ok(2)
+    };
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return refuse(format!(
+            "`codex {}`: the mock has no help to print; ask the real codex",
+            args.join(" ")
+        ));
+    }
+    if ExecArgs::of(&args).is_some() {
+        return match exec_serve::serve(dir, &script, &args)? {
+            Some(code) => Ok(code),
+            None => refuse(
+                "`codex exec` is not part of it: the session holds app-server connections \
+                 only (serve a session of exec runs: a recording of your exec client, an \
+                 exec scenario file or an exec transcript)"
+                    .into(),
+            ),
+        };
+    }
+    let listen = match app_server_args(&args) {
+        Ok(listen) => listen,
+        Err(_) if args.iter().any(|a| a == "--version" || a == "-V") => {
             println!("codex-cli {}", script.codex_version);
             return Ok(0);
         }
-        eprintln!(
-            "codex-parity client-check: this codex serves the session from {} over stdio \
-             only: {why}",
-            script.origin
-        );
-        return Ok(2);
-    }
-    let (launch, path) = claim(dir)?;
-    let connection = (launch - 1) % script.connections.len().max(1);
-    let steps: &[Step] = script
-        .connections
-        .get(connection)
-        .map_or(&[], Vec::as_slice);
-    let served = Served {
-        launch,
-        connection: connection + 1,
-        pid: std::process::id(),
-        pgid: rustix::process::getpgrp().as_raw_nonzero().get() as u32,
-        args,
-        ..Served::default()
+        Err(why) => return refuse(why),
     };
+    if script.connections.is_empty() {
+        return refuse(
+            "`codex app-server` is not part of it: the session holds codex exec runs only".into(),
+        );
+    }
+    if let Some(url) = listen {
+        return ws_serve::listen(dir, &script, &args, &url, deadline);
+    }
+    let (served, path) = served::start(dir, Via::Stdio, script.connections.len(), &args)?;
+    let steps: &[Step] = &script.connections[served.connection - 1];
     let save_to = path.clone();
     let mut mock = Mock::new(
         steps,
-        thread_ids(&script),
+        script.thread_ids(),
         Duration::from_millis(script.gap_ms),
         std::io::stdout().lock(),
         served,
@@ -98,7 +123,7 @@ pub fn serve(dir: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
             let _ = served::save(&save_to, s);
         }),
     );
-    let code = mock.run(&read_lines(), Instant::now() + left);
+    let code = mock.run(&read_lines(), deadline);
     if code != 0
         && mock
             .served
@@ -112,8 +137,9 @@ pub fn serve(dir: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// `Ok` when `args` start an app-server on stdio, else why not.
-fn app_server_args(args: &[String]) -> Result<(), String> {
+/// `Ok` when `args` start an app-server, with the `ws://` URL it listens at (`None`:
+/// stdio), else why not.
+fn app_server_args(args: &[String]) -> Result<Option<String>, String> {
     let Some(at) = args.iter().position(|a| a == "app-server") else {
         return Err(format!(
             "`codex {}` is not `codex app-server`",
@@ -133,28 +159,12 @@ fn app_server_args(args: &[String]) -> Result<(), String> {
         .map(String::as_str)
         .or_else(|| after.iter().find_map(|a| a.strip_prefix("--listen=")));
     match listen {
-        Some(url) if url != "stdio://" => Err(format!("--listen {url} is not served")),
-        _ => Ok(()),
+        None | Some("stdio://") => Ok(None),
+        Some(url) if url.starts_with("ws://") => Ok(Some(url.to_string())),
+        Some(url) => Err(format!(
+            "--listen {url} is not served (stdio and ws:// are)"
+        )),
     }
-}
-
-/// Takes the next launch number: the first `served/N.json` that did not exist.
-fn claim(dir: &Path) -> anyhow::Result<(usize, PathBuf)> {
-    let folder = served::served_dir(dir);
-    std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
-    for n in 1.. {
-        let path = folder.join(format!("{n}.json"));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => return Ok((n, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
-        }
-    }
-    anyhow::bail!("no launch number left")
 }
 
 /// Stdin's lines, read on a thread of their own (`None` at the end).
@@ -172,77 +182,28 @@ fn read_lines() -> mpsc::Receiver<Option<String>> {
     rx
 }
 
-/// Every thread id the session serves, on any connection.
-fn thread_ids(script: &Script) -> BTreeSet<String> {
-    fn walk(value: &Value, key: Option<&str>, out: &mut BTreeSet<String>) {
-        match value {
-            Value::Object(obj) => {
-                for (k, v) in obj {
-                    if k == "thread"
-                        && let Some(id) = v.get("id").and_then(Value::as_str)
-                    {
-                        out.insert(id.to_string());
-                    }
-                    walk(v, Some(k), out);
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
-            Value::String(s) if key == Some("threadId") => {
-                out.insert(s.clone());
-            }
-            _ => {}
-        }
-    }
-    let mut out = BTreeSet::new();
-    for step in script.connections.iter().flatten() {
-        match step {
-            Step::Notify { params, .. } | Step::Ask { params, .. } => walk(params, None, &mut out),
-            Step::Answer {
-                reply: Reply::Result(result),
-                ..
-            } => walk(result, None, &mut out),
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn only_an_app_server_on_stdio_is_served() {
+    fn an_app_server_on_stdio_or_a_websocket_listener_is_served() {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        assert!(app_server_args(&args("app-server --disable plugins")).is_ok());
-        assert!(app_server_args(&args("-c k=v app-server --listen stdio://")).is_ok());
+        assert_eq!(
+            app_server_args(&args("app-server --disable plugins")),
+            Ok(None)
+        );
+        assert_eq!(
+            app_server_args(&args("-c k=v app-server --listen stdio://")),
+            Ok(None)
+        );
         let schema = app_server_args(&args("app-server generate-json-schema --out x"));
         assert!(schema.unwrap_err().contains("generate-json-schema"));
-        assert!(app_server_args(&args("app-server --listen ws://127.0.0.1:0")).is_err());
-        assert!(app_server_args(&args("exec --json hi")).is_err());
-    }
-
-    #[test]
-    fn thread_ids_are_read_from_every_connection() {
-        let script = Script {
-            connections: vec![
-                vec![Step::Answer {
-                    method: "thread/start".into(),
-                    reply: Reply::Result(json!({"thread": {"id": "t1"}})),
-                    thread: None,
-                }],
-                vec![Step::Notify {
-                    method: "turn/started".into(),
-                    params: json!({"threadId": "t2"}),
-                    extra: Default::default(),
-                }],
-            ],
-            ..Script::default()
-        };
         assert_eq!(
-            thread_ids(&script).into_iter().collect::<Vec<_>>(),
-            vec!["t1".to_string(), "t2".to_string()]
+            app_server_args(&args("app-server --listen ws://127.0.0.1:0")),
+            Ok(Some("ws://127.0.0.1:0".into()))
         );
+        assert!(app_server_args(&args("app-server --listen unix:///tmp/s")).is_err());
+        assert!(app_server_args(&args("exec --json hi")).is_err());
     }
 }

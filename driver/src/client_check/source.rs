@@ -1,9 +1,13 @@
 //! Where the session `client-check` serves comes from (`--from`): a transcript from a
 //! run's report (`DIR/transcripts/VERSION/SCENARIO.json`, or a kept world's
 //! `transcript.json`), the directory `record --keep` left (its relay logs: every line in
-//! both directions, so the client's answers are checked too), or a scenario file (one
-//! `record` wrote, or any), which is run on a real codex for the session it produces, its
-//! `reply` steps being the answers the client is held against.
+//! both directions, so the client's answers are checked too, and each `codex exec` run
+//! with its arguments, stdin, stream and exit status), or a scenario file (one `record`
+//! wrote, or any), which is run on a real codex for the session it produces, its `reply`
+//! steps being the answers the client is held against. Each source holds app-server
+//! connections, `codex exec` runs, or both ([`Source::kinds`], read without running
+//! codex), and says whether it was recorded over an app-server listener
+//! ([`Source::over_listener`]).
 //! `as:VERSION` takes the same session from another version: the sibling transcript of
 //! the report, or the scenario file run on that version.
 
@@ -15,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::app_server::transcript::Sent;
 use crate::client_check::placeholders::Placeholders;
-use crate::client_check::script::{Script, Step};
+use crate::client_check::script::{ExecScript, Kinds, Script, Step};
 use crate::codex::binaries::{self, CodexBinary, OneBinary};
 use crate::harness::outcome::Outcome;
 use crate::harness::sidecar::SidecarLauncher;
@@ -29,6 +33,9 @@ use crate::scenario_file::steps::reply::ReplyStep;
 
 /// How a scenario file `codex-parity record` wrote begins.
 pub const RECORDED_MARK: &str = "# Recorded by `codex-parity record`";
+
+/// What the notes of a file `record --listen` wrote say.
+pub const LISTENER_MARK: &str = "recorded over the app-server's WebSocket listener";
 
 /// A session to serve.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +93,72 @@ impl Source {
             Source::ScenarioFile(path) => {
                 std::fs::read_to_string(path).is_ok_and(|text| text.starts_with(RECORDED_MARK))
             }
+        }
+    }
+
+    /// What it holds: app-server connections, `codex exec` runs, or both, read without
+    /// running codex (a scenario file's steps, a transcript's entries, the relay logs).
+    pub fn kinds(&self) -> anyhow::Result<Kinds> {
+        let kinds = |app_server: bool, exec: bool| Kinds {
+            app_server: app_server || !exec,
+            exec,
+        };
+        Ok(match self {
+            Source::ScenarioFile(path) => {
+                let compiled =
+                    crate::scenario_file::compile_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let exec = compiled
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s.item, FileStep::Exec(_)));
+                kinds(compiled.app_server, exec)
+            }
+            Source::Transcript(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let doc: Value = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not JSON", path.display()))?;
+                let script =
+                    Script::from_sent("", "", &crate::drift::transcript::connections_of(&doc));
+                script.kinds()
+            }
+            Source::RelayLog(path) => {
+                let (app, exec) = if path.is_dir() {
+                    let all = timeline::read(&relay::logs_dir(path))?;
+                    (!all.app.is_empty(), !all.exec.is_empty())
+                } else {
+                    let exec = matches!(
+                        relay::read_log(path)?.first(),
+                        Some(relay::LogEntry::Start { exec: true, .. })
+                    );
+                    (!exec, exec)
+                };
+                kinds(app, exec)
+            }
+        })
+    }
+
+    /// Whether the session was recorded from a client of an app-server listener (`record
+    /// --listen`): its client connects to `$CODEX_PARITY_LISTEN` rather than starting codex.
+    pub fn over_listener(&self) -> bool {
+        match self {
+            Source::ScenarioFile(path) => std::fs::read_to_string(path)
+                .is_ok_and(|text| text.starts_with(RECORDED_MARK) && text.contains(LISTENER_MARK)),
+            Source::RelayLog(path) => {
+                let logs = if path.is_dir() {
+                    timeline::read(&relay::logs_dir(path)).map(|s| s.app)
+                } else {
+                    relay::read_log(path).map(|e| vec![timeline::session(e)])
+                };
+                logs.is_ok_and(|app| {
+                    app.iter().any(|s| {
+                        s.args
+                            .windows(2)
+                            .any(|w| w[0] == "--listen" && w[1].starts_with("ws://"))
+                    })
+                })
+            }
+            Source::Transcript(_) => false,
         }
     }
 
@@ -193,24 +266,34 @@ fn transcript(path: &Path, world: &Path) -> anyhow::Result<Script> {
     ))
 }
 
-/// The relay logs of `record --keep` as a script.
+/// The relay logs of `record --keep` as a script: each app-server session a connection,
+/// each `codex exec` a run.
 async fn relay_log(path: &Path) -> anyhow::Result<Script> {
-    let (sessions, session) = if path.is_dir() {
-        (timeline::read(&relay::logs_dir(path))?.app, Some(path))
+    let (sessions, execs, session) = if path.is_dir() {
+        let all = timeline::read(&relay::logs_dir(path))?;
+        (all.app, all.exec, Some(path))
     } else {
         let session = path.parent().and_then(Path::parent);
-        (vec![timeline::session(relay::read_log(path)?)], session)
+        let entries = relay::read_log(path)?;
+        match entries.first() {
+            Some(relay::LogEntry::Start { exec: true, .. }) => {
+                (vec![], vec![timeline::exec_session(entries)], session)
+            }
+            _ => (vec![timeline::session(entries)], vec![], session),
+        }
     };
     let version = match session {
         Some(session) => version_of_relay(session).await,
         None => "unknown".into(),
     };
     let rpcs: Vec<_> = sessions.into_iter().map(|s| s.rpcs).collect();
-    Ok(Script::from_rpcs(
+    let mut script = Script::from_rpcs(
         &format!("recorded session {}", path.display()),
         &version,
         &rpcs,
-    ))
+    );
+    script.execs = execs.iter().map(ExecScript::from_session).collect();
+    Ok(script)
 }
 
 /// The version of the codex a recording relayed to, as its binary reports it.

@@ -56,8 +56,10 @@ pub struct Row {
     pub timed_out: bool,
     /// How long COMMAND ran.
     pub seconds: f64,
-    /// How many app-servers it started.
+    /// How many app-servers it started (or connections it opened to the listener).
     pub launches: usize,
+    /// How many `codex exec` it ran.
+    pub exec_runs: usize,
     /// Why it failed (or why the mutation did not apply).
     pub reasons: Vec<String>,
     /// What else was seen: requests the session does not answer, answers never asked for,
@@ -81,6 +83,7 @@ impl Row {
             timed_out: false,
             seconds: 0.0,
             launches: 0,
+            exec_runs: 0,
             reasons: vec![why],
             notes: Vec::new(),
         }
@@ -132,6 +135,9 @@ pub struct Verdict {
     pub timeout_secs: u64,
     /// Whether a client that stops before the session's end fails (`--whole-session`).
     pub whole_session: bool,
+    /// Where the mock listened for the client's WebSocket connections (`None`: stdio
+    /// and exec only).
+    pub listen: Option<String>,
     /// One per mutation, in order.
     pub rows: Vec<Row>,
 }
@@ -159,11 +165,15 @@ impl Verdict {
             .unwrap_or(6)
             .max(6);
         let mut out = format!(
-            "client-check: `{}` against {} (codex {})\n\n\
+            "client-check: `{}` against {} (codex {}){}\n\n\
              {:<width$}  {:<7}  {:<4}  {:<result$}  {:<7}  {:>6}  why / notes\n",
             self.command.join(" "),
             self.source,
             self.codex,
+            match &self.listen {
+                Some(url) => format!(", served on a WebSocket listener ({url})"),
+                None => String::new(),
+            },
             "mutation",
             "expect",
             "must",
@@ -314,6 +324,7 @@ mod tests {
             timed_out: false,
             seconds: 0.5,
             launches: 1,
+            exec_runs: 0,
             reasons: if result == RowResult::Passed {
                 vec![]
             } else {
@@ -330,6 +341,7 @@ mod tests {
             command: vec!["client".into()],
             timeout_secs: 30,
             whole_session: false,
+            listen: None,
             rows,
         }
     }

@@ -28,9 +28,9 @@ pub struct RunEnd {
 }
 
 impl Plan {
-    /// Runs every cell, [`Options::jobs`](crate::plan::Options::jobs) at once, until the end or until `stop`
-    /// resolves (every running scenario is then cancelled and has ended before this
-    /// returns); each sink gets every event, in order, on this task.
+    /// Runs every cell, [`Options::jobs`](crate::plan::Options::jobs) at once, until the
+    /// end or until `stop` resolves (every running scenario is then cancelled and has ended
+    /// before this returns); each sink gets every event, in order, on this task.
     pub async fn run(
         &self,
         sinks: &mut [Box<dyn Sink>],

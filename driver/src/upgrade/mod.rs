@@ -205,8 +205,14 @@ async fn check_client(o: &UpgradeOptions, file: &Path) -> anyhow::Result<ClientR
         ..ClientRow::default()
     };
     for (binary, which) in [(&o.from, 0), (&o.to, 1)] {
+        let source = Source::parse(file)?;
+        // A recording made over a listener is served over one, as client-check does.
+        let listen = source
+            .over_listener()
+            .then(|| "ws://127.0.0.1:0".to_string());
         let options = CheckOptions {
-            source: Source::parse(file)?,
+            source,
+            listen,
             codex: OneBinary {
                 path: Some(binary.path.clone()),
                 version: None,
