@@ -510,7 +510,7 @@ fn a_client_that_stops_after_one_of_two_turns_stopped_early() {
     let (output, json) = check_json(&sandbox, &session, &["--mutations", "none"], &strict);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(0), "{all}");
-    assert_eq!(json["rows"][0]["result"], "stopped-early", "{all}");
+    assert_eq!(json["rows"][0]["result"], "stopped_early", "{all}");
     assert_eq!(json["whole_session"], false);
     assert!(all.contains("stopped early"), "{all}");
     assert!(
@@ -546,7 +546,7 @@ fn a_client_that_stops_after_one_of_two_turns_stopped_early() {
     );
     assert_eq!(
         json["rows"][0]["result"],
-        "stopped-early",
+        "stopped_early",
         "{}",
         text(&output)
     );
@@ -857,7 +857,7 @@ fn a_client_of_a_listener_is_served_over_websocket() {
             ("none", "passed"),
             ("unknown-notification", "passed"),
             ("extra-field", "passed"),
-            ("reorder", "not-applicable"),
+            ("reorder", "not_applicable"),
             ("exit-mid-turn", "passed"),
             ("unknown-enum", "passed"),
             ("slow:20", "passed"),

@@ -34,6 +34,7 @@ class Row:
     expect: str
     must_survive: bool
     result: str
+    passes: bool
     exit: int | None
     timed_out: bool
     seconds: float
@@ -49,6 +50,7 @@ class Row:
             expect=r["expect"],
             must_survive=r["must_survive"],
             result=r["result"],
+            passes=bool(r.get("passes", r["result"] == "passed")),
             exit=r.get("exit"),
             timed_out=r.get("timed_out", False),
             seconds=r.get("seconds", 0.0),
@@ -59,13 +61,14 @@ class Row:
 
     @property
     def passed(self) -> bool:
-        """Whether your program did what the mutation expects."""
-        return self.result == "passed"
+        """Whether your program did what the mutation expects (a row that stopped early
+        passes unless the whole session was asked for)."""
+        return self.passes
 
     @property
     def applicable(self) -> bool:
         """False when the session has nothing this mutation changes (never a pass)."""
-        return self.result != "not-applicable"
+        return self.result != "not_applicable"
 
     def describe(self) -> str:
         """The row in a few lines: result, exit status, reasons and notes."""

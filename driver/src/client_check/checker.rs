@@ -22,7 +22,7 @@ use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
 use crate::client_check::served::{self, Served, Via};
 use crate::client_check::source::Source;
-use crate::client_check::verdict::{Row, RowResult, Verdict};
+use crate::client_check::verdict::{CheckVerdict, Row, RowResult};
 use crate::client_check::ws_serve::LISTENING_ON;
 use crate::codex::binaries::OneBinary;
 use crate::harness::guard::Guard;
@@ -62,7 +62,7 @@ pub struct CheckOptions {
 }
 
 /// Runs the check (see the module docs).
-pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
+pub async fn check(o: &CheckOptions) -> anyhow::Result<CheckVerdict> {
     let Some(program) = o.command.first() else {
         bail!(
             "no command to check: give your client after `--`, e.g. \
@@ -142,7 +142,7 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<Verdict> {
         eprintln!("codex-parity: {}", row.line());
         rows[n] = Some(row);
     }
-    Ok(Verdict {
+    Ok(CheckVerdict {
         source: recorded.origin,
         codex: recorded.codex_version,
         command: o

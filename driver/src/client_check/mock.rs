@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::app_server::message::{Message, RequestId, RpcError};
-use crate::client_check::script::{Reply, Step};
+use crate::client_check::script::{MockStep, Reply};
 use crate::client_check::served::Served;
 
 /// The error code and message of an overloaded app-server (codex's README).
@@ -41,7 +41,7 @@ struct Pending {
 
 /// One connection being served.
 pub struct Mock<'a, W: Write> {
-    steps: &'a [Step],
+    steps: &'a [MockStep],
     consumed: Vec<bool>,
     cursor: usize,
     pending: Vec<Pending>,
@@ -64,7 +64,7 @@ impl<'a, W: Write> Mock<'a, W> {
     /// `gap` the pause before each message, `save` is called with the record after every
     /// message.
     pub fn new(
-        steps: &'a [Step],
+        steps: &'a [MockStep],
         threads: BTreeSet<String>,
         gap: Duration,
         out: W,
@@ -135,7 +135,7 @@ impl<'a, W: Write> Mock<'a, W> {
     fn may_pass(&self) -> bool {
         let at = self.cursor;
         at < self.steps.len()
-            && matches!(self.steps[at], Step::Answer { .. })
+            && matches!(self.steps[at], MockStep::Answer { .. })
             && !self.consumed[at]
             && self.awaiting.is_empty()
             && !self.pending.iter().any(|p| p.target == at)
@@ -151,12 +151,12 @@ impl<'a, W: Write> Mock<'a, W> {
                 continue;
             }
             match &self.steps[at] {
-                Step::Answer { .. } => match self.pending.iter().position(|p| p.target == at) {
+                MockStep::Answer { .. } => match self.pending.iter().position(|p| p.target == at) {
                     Some(p) => self.reply(p)?,
                     None => return Ok(None),
                 },
                 _ if !self.awaiting.is_empty() => return Ok(None),
-                Step::Notify {
+                MockStep::Notify {
                     method,
                     params,
                     extra,
@@ -168,7 +168,7 @@ impl<'a, W: Write> Mock<'a, W> {
                     };
                     self.step_out(&message)?;
                 }
-                Step::Ask {
+                MockStep::Ask {
                     id,
                     method,
                     params,
@@ -186,8 +186,8 @@ impl<'a, W: Write> Mock<'a, W> {
                     };
                     self.step_out(&message)?;
                 }
-                Step::Overload => self.cursor += 1,
-                Step::Exit { code } => {
+                MockStep::Overload => self.cursor += 1,
+                MockStep::Exit { code } => {
                     self.out.flush()?;
                     return Ok(Some(*code));
                 }
@@ -269,7 +269,7 @@ impl<'a, W: Write> Mock<'a, W> {
             .filter(|&i| !self.pending.iter().any(|p| p.target == i))
             .collect();
         let recorded_for = |i: usize| match &self.steps[i] {
-            Step::Answer {
+            MockStep::Answer {
                 thread: Some(t), ..
             } => Some(t.as_str()),
             _ => None,
@@ -306,13 +306,13 @@ impl<'a, W: Write> Mock<'a, W> {
     fn reply(&mut self, p: usize) -> std::io::Result<()> {
         let Pending { id, target } = self.pending.remove(p);
         if target > 0
-            && self.steps[target - 1] == Step::Overload
+            && self.steps[target - 1] == MockStep::Overload
             && self.overloaded.insert(target - 1)
         {
             return self.send(&error(Some(id), OVERLOADED.0, OVERLOADED.1));
         }
         self.consumed[target] = true;
-        let Step::Answer { method, reply, .. } = &self.steps[target] else {
+        let MockStep::Answer { method, reply, .. } = &self.steps[target] else {
             return Ok(());
         };
         if method == "initialize" {
@@ -365,13 +365,13 @@ impl<'a, W: Write> Mock<'a, W> {
         s.not_asked = (0..self.cursor.min(self.steps.len()))
             .filter(|&i| !self.consumed[i])
             .filter_map(|i| match &self.steps[i] {
-                Step::Answer { method, .. } => Some(method.clone()),
+                MockStep::Answer { method, .. } => Some(method.clone()),
                 _ => None,
             })
             .collect();
         // What is left: the steps from the cursor on that were not served (an answer given
         // out of order was) and that send or answer something.
-        let rest: Vec<&Step> = (self.cursor.min(self.steps.len())..self.steps.len())
+        let rest: Vec<&MockStep> = (self.cursor.min(self.steps.len())..self.steps.len())
             .filter(|&i| !self.consumed[i])
             .map(|i| &self.steps[i])
             .filter(|s| s.method().is_some())
@@ -403,12 +403,12 @@ fn error(id: Option<RequestId>, code: i64, message: &str) -> Message {
 }
 
 /// The kind of a step, as reports name it.
-fn kind(step: &Step) -> &'static str {
+fn kind(step: &MockStep) -> &'static str {
     match step {
-        Step::Answer { .. } => "the answer to",
-        Step::Notify { .. } => "the notification",
-        Step::Ask { .. } => "the server request",
-        Step::Overload | Step::Exit { .. } => "",
+        MockStep::Answer { .. } => "the answer to",
+        MockStep::Notify { .. } => "the notification",
+        MockStep::Ask { .. } => "the server request",
+        MockStep::Overload | MockStep::Exit { .. } => "",
     }
 }
 
@@ -452,7 +452,7 @@ mod tests {
     }
 
     impl Client {
-        fn new(steps: Vec<Step>) -> Client {
+        fn new(steps: Vec<MockStep>) -> Client {
             let (to, lines) = mpsc::channel();
             let (tx, from) = mpsc::channel();
             let done = std::thread::spawn(move || {
@@ -496,23 +496,23 @@ mod tests {
         }
     }
 
-    fn answer(method: &str, result: Value) -> Step {
-        Step::Answer {
+    fn answer(method: &str, result: Value) -> MockStep {
+        MockStep::Answer {
             method: method.into(),
             reply: Reply::Result(result),
             thread: None,
         }
     }
 
-    fn note(method: &str) -> Step {
-        Step::Notify {
+    fn note(method: &str) -> MockStep {
+        MockStep::Notify {
             method: method.into(),
             params: json!({"threadId": "t1"}),
             extra: Map::new(),
         }
     }
 
-    fn turn() -> Vec<Step> {
+    fn turn() -> Vec<MockStep> {
         vec![
             answer("initialize", json!({})),
             answer("thread/start", json!({"thread": {"id": "t1"}})),
@@ -693,7 +693,7 @@ mod tests {
     fn a_server_request_holds_the_stream_but_not_the_clients_own_answers() {
         let steps = vec![
             answer("initialize", json!({})),
-            Step::Ask {
+            MockStep::Ask {
                 id: Some(RequestId::Integer(5)),
                 method: "item/commandExecution/requestApproval".into(),
                 params: json!({}),
@@ -723,13 +723,13 @@ mod tests {
 
     #[test]
     fn overloaded_refuses_the_turn_once_and_threads_find_their_own_answers() {
-        let thread = |t: &str| Step::Answer {
+        let thread = |t: &str| MockStep::Answer {
             method: "thread/read".into(),
             reply: Reply::Result(json!({"thread": {"id": t}})),
             thread: Some(t.into()),
         };
         let mut steps = turn();
-        steps.insert(3, Step::Overload);
+        steps.insert(3, MockStep::Overload);
         steps.extend([thread("t1"), thread("t2")]);
         let c = Client::new(steps);
         c.ask(1, "initialize", json!({}));

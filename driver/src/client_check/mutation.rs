@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::client_check::exec_mutation as exec;
-use crate::client_check::script::{Kinds, Reply, Script, Step};
+use crate::client_check::script::{Kinds, MockStep, Reply, Script};
 
 /// A method no codex schema has, sent by `unknown-notification`.
 pub const UNKNOWN_METHOD: &str = "codexParity/unknownNotification";
@@ -328,7 +328,7 @@ impl Mutation {
             Mutation::Reorder => each(&mut out, |s| reorder(s)),
             Mutation::Overloaded => each(&mut out, overload),
             Mutation::ExitMidTurn => each(&mut out, |steps| {
-                after_turn_started(steps, Step::Exit { code: 1 }, false)
+                after_turn_started(steps, MockStep::Exit { code: 1 }, false)
             }),
         };
         if changed {
@@ -362,7 +362,7 @@ impl Mutation {
 }
 
 /// Applies `change` to every connection; whether any changed.
-fn each(script: &mut Script, mut change: impl FnMut(&mut Vec<Step>) -> bool) -> bool {
+fn each(script: &mut Script, mut change: impl FnMut(&mut Vec<MockStep>) -> bool) -> bool {
     let mut any = false;
     for steps in &mut script.connections {
         any |= change(steps);
@@ -378,11 +378,11 @@ fn has_method(script: &Script, method: &str) -> bool {
         .any(|s| s.method() == Some(method))
 }
 
-fn drop(steps: &mut Vec<Step>, method: &str) -> bool {
+fn drop(steps: &mut Vec<MockStep>, method: &str) -> bool {
     let before = steps.len();
     let mut silenced = false;
     steps.retain_mut(|step| match step {
-        Step::Answer {
+        MockStep::Answer {
             method: m, reply, ..
         } if m == method => {
             *reply = Reply::Silence;
@@ -394,11 +394,13 @@ fn drop(steps: &mut Vec<Step>, method: &str) -> bool {
     silenced || steps.len() != before
 }
 
-fn duplicate(steps: &mut Vec<Step>, method: &str) -> bool {
+fn duplicate(steps: &mut Vec<MockStep>, method: &str) -> bool {
     let mut out = Vec::with_capacity(steps.len());
     let mut changed = false;
     for step in steps.drain(..) {
-        if matches!(step, Step::Notify { .. } | Step::Ask { .. }) && step.method() == Some(method) {
+        if matches!(step, MockStep::Notify { .. } | MockStep::Ask { .. })
+            && step.method() == Some(method)
+        {
             out.push(step.clone());
             changed = true;
         }
@@ -408,8 +410,8 @@ fn duplicate(steps: &mut Vec<Step>, method: &str) -> bool {
     changed
 }
 
-fn unknown_notification() -> Step {
-    Step::Notify {
+fn unknown_notification() -> MockStep {
+    MockStep::Notify {
         method: UNKNOWN_METHOD.into(),
         params: json!({"note": "a notification no codex schema has (client-check)"}),
         extra: Map::new(),
@@ -417,11 +419,11 @@ fn unknown_notification() -> Step {
 }
 
 /// Puts `step` right after the first `turn/started` (each one when `every`).
-fn after_turn_started(steps: &mut Vec<Step>, step: Step, every: bool) -> bool {
+fn after_turn_started(steps: &mut Vec<MockStep>, step: MockStep, every: bool) -> bool {
     let mut at: Vec<usize> = steps
         .iter()
         .enumerate()
-        .filter(|(_, s)| matches!(s, Step::Notify { method, .. } if method == "turn/started"))
+        .filter(|(_, s)| matches!(s, MockStep::Notify { method, .. } if method == "turn/started"))
         .map(|(i, _)| i + 1)
         .collect();
     if !every {
@@ -433,10 +435,10 @@ fn after_turn_started(steps: &mut Vec<Step>, step: Step, every: bool) -> bool {
     !at.is_empty()
 }
 
-fn unknown_status(steps: &mut [Step]) -> bool {
+fn unknown_status(steps: &mut [MockStep]) -> bool {
     let mut changed = false;
     for step in steps.iter_mut() {
-        if let Step::Notify { method, params, .. } = step
+        if let MockStep::Notify { method, params, .. } = step
             && method == "turn/completed"
             && let Some(status) = params.pointer_mut("/turn/status")
         {
@@ -470,11 +472,13 @@ fn add_extra_field(value: &mut Value) {
     }
 }
 
-fn extra_fields(steps: &mut [Step]) -> bool {
+fn extra_fields(steps: &mut [MockStep]) -> bool {
     for step in steps.iter_mut() {
         match step {
-            Step::Notify { params, .. } | Step::Ask { params, .. } => add_extra_field(params),
-            Step::Answer {
+            MockStep::Notify { params, .. } | MockStep::Ask { params, .. } => {
+                add_extra_field(params)
+            }
+            MockStep::Answer {
                 reply: Reply::Result(result),
                 ..
             } => add_extra_field(result),
@@ -492,9 +496,9 @@ fn item_of(params: &Value) -> Option<&Value> {
 /// Notifications whose order the protocol does not fix among themselves: not a turn's
 /// or thread's start or end, which frame the rest. (Two of one method, successive states of
 /// one thing, are never swapped either.)
-fn movable(step: &Step) -> Option<&Value> {
+fn movable(step: &MockStep) -> Option<&Value> {
     match step {
-        Step::Notify { method, params, .. }
+        MockStep::Notify { method, params, .. }
             if !matches!(
                 method.as_str(),
                 "turn/started" | "turn/completed" | "thread/started" | "thread/closed"
@@ -506,7 +510,7 @@ fn movable(step: &Step) -> Option<&Value> {
     }
 }
 
-fn reorder(steps: &mut [Step]) -> bool {
+fn reorder(steps: &mut [MockStep]) -> bool {
     let mut changed = false;
     let mut i = 0;
     while i + 1 < steps.len() {
@@ -529,18 +533,18 @@ fn reorder(steps: &mut [Step]) -> bool {
     changed
 }
 
-fn overload(steps: &mut Vec<Step>) -> bool {
+fn overload(steps: &mut Vec<MockStep>) -> bool {
     let at = steps
         .iter()
         .position(|s| s.answers("turn/start"))
         .or_else(|| {
-            steps
-                .iter()
-                .position(|s| matches!(s, Step::Answer { method, .. } if method != "initialize"))
+            steps.iter().position(
+                |s| matches!(s, MockStep::Answer { method, .. } if method != "initialize"),
+            )
         });
     match at {
         Some(i) => {
-            steps.insert(i, Step::Overload);
+            steps.insert(i, MockStep::Overload);
             true
         }
         None => false,
@@ -551,16 +555,16 @@ fn overload(steps: &mut Vec<Step>) -> bool {
 mod tests {
     use super::*;
 
-    fn note(method: &str, params: Value) -> Step {
-        Step::Notify {
+    fn note(method: &str, params: Value) -> MockStep {
+        MockStep::Notify {
             method: method.into(),
             params,
             extra: Map::new(),
         }
     }
 
-    fn answer(method: &str) -> Step {
-        Step::Answer {
+    fn answer(method: &str) -> MockStep {
+        MockStep::Answer {
             method: method.into(),
             reply: Reply::Result(json!({"turn": {"status": "inProgress"}})),
             thread: None,
@@ -611,7 +615,7 @@ mod tests {
         let dropped = Mutation::Drop("turn/completed".into()).apply(&s).unwrap();
         assert!(!methods(&dropped).contains(&"turn/completed".into()));
         let silent = Mutation::Drop("turn/start".into()).apply(&s).unwrap();
-        assert!(silent.connections[0].contains(&Step::Answer {
+        assert!(silent.connections[0].contains(&MockStep::Answer {
             method: "turn/start".into(),
             reply: Reply::Silence,
             thread: None,
@@ -650,9 +654,9 @@ mod tests {
             ]
         );
         let busy = Mutation::Overloaded.apply(&s).unwrap();
-        assert_eq!(busy.connections[0][1], Step::Overload);
+        assert_eq!(busy.connections[0][1], MockStep::Overload);
         let crash = Mutation::ExitMidTurn.apply(&s).unwrap();
-        assert_eq!(crash.connections[0][3], Step::Exit { code: 1 });
+        assert_eq!(crash.connections[0][3], MockStep::Exit { code: 1 });
         assert_eq!(Mutation::Slow(5).apply(&s).unwrap().gap_ms, 5);
     }
 
@@ -662,7 +666,7 @@ mod tests {
             connections: vec![vec![
                 note("thread/status/changed", json!({"status": "active"})),
                 note("thread/status/changed", json!({"status": "idle"})),
-                Step::Ask {
+                MockStep::Ask {
                     id: None,
                     method: "item/tool/call".into(),
                     params: json!({"arguments": {"value": 41}, "callId": "c"}),
@@ -673,7 +677,7 @@ mod tests {
         };
         assert!(Mutation::Reorder.apply(&s).is_err());
         let extra = Mutation::ExtraField.apply(&s).unwrap();
-        let Step::Ask { params, .. } = &extra.connections[0][2] else {
+        let MockStep::Ask { params, .. } = &extra.connections[0][2] else {
             panic!("not an ask")
         };
         assert_eq!(params["arguments"], json!({"value": 41}));

@@ -1,5 +1,5 @@
 //! What the mock codex serves: per app-server launch (or connection to its listener), the
-//! messages codex sent in the order it sent them, as [`Step`]s; per `codex exec` run, the
+//! messages codex sent in the order it sent them, as [`MockStep`]s; per `codex exec` run, the
 //! event stream it printed and its exit status, as an [`ExecScript`]. The answers to the
 //! client's requests are slots the client's own requests fill (by method); notifications
 //! and server requests go out in order between them. A [`Script`] is made from a
@@ -35,7 +35,7 @@ pub enum Reply {
 /// One thing the mock does, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "do")]
-pub enum Step {
+pub enum MockStep {
     /// Answers the client's request of `method` (the first one not yet answered).
     Answer {
         /// The method answered.
@@ -81,20 +81,20 @@ pub enum Step {
     },
 }
 
-impl Step {
+impl MockStep {
     /// The method the step sends or answers (`None` for the mock's own actions).
     pub fn method(&self) -> Option<&str> {
         match self {
-            Step::Answer { method, .. }
-            | Step::Notify { method, .. }
-            | Step::Ask { method, .. } => Some(method),
-            Step::Overload | Step::Exit { .. } => None,
+            MockStep::Answer { method, .. }
+            | MockStep::Notify { method, .. }
+            | MockStep::Ask { method, .. } => Some(method),
+            MockStep::Overload | MockStep::Exit { .. } => None,
         }
     }
 
     /// Whether this step is an answer slot for `method`.
     pub fn answers(&self, method: &str) -> bool {
-        matches!(self, Step::Answer { method: m, .. } if m == method)
+        matches!(self, MockStep::Answer { method: m, .. } if m == method)
     }
 }
 
@@ -126,7 +126,7 @@ pub struct Script {
     /// The codex version the session was recorded from (what `codex --version` prints).
     pub codex_version: String,
     /// The steps of each app-server launch, in launch order.
-    pub connections: Vec<Vec<Step>>,
+    pub connections: Vec<Vec<MockStep>>,
     /// The `codex exec` runs, in the order the client ran them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub execs: Vec<ExecScript>,
@@ -153,22 +153,22 @@ impl Script {
                 .filter_map(|m| {
                     let method = m.method.clone();
                     Some(match m.kind {
-                        SentKind::Response => Step::Answer {
+                        SentKind::Response => MockStep::Answer {
                             method,
                             reply: Reply::Result(m.payload.clone()),
                             thread: None,
                         },
-                        SentKind::Error => Step::Answer {
+                        SentKind::Error => MockStep::Answer {
                             method,
                             reply: Reply::Error(rpc_error(&m.payload)),
                             thread: None,
                         },
-                        SentKind::Notification => Step::Notify {
+                        SentKind::Notification => MockStep::Notify {
                             method,
                             params: m.payload.clone(),
                             extra: m.extra.clone(),
                         },
-                        SentKind::Request => Step::Ask {
+                        SentKind::Request => MockStep::Ask {
                             id: None,
                             method,
                             params: m.payload.clone(),
@@ -234,7 +234,7 @@ impl Script {
                     Some(match &r.message {
                         Message::Response { id, result } => {
                             let (method, thread) = asked_as(id);
-                            Step::Answer {
+                            MockStep::Answer {
                                 method,
                                 reply: Reply::Result(result.clone()),
                                 thread,
@@ -242,7 +242,7 @@ impl Script {
                         }
                         Message::Error { id, error } => {
                             let (method, thread) = asked_as(id.as_ref()?);
-                            Step::Answer {
+                            MockStep::Answer {
                                 method,
                                 reply: Reply::Error(error.clone()),
                                 thread,
@@ -252,12 +252,12 @@ impl Script {
                             method,
                             params,
                             extra,
-                        } => Step::Notify {
+                        } => MockStep::Notify {
                             method: method.clone(),
                             params: params.clone(),
                             extra: extra.clone(),
                         },
-                        Message::Request { id, method, params } => Step::Ask {
+                        Message::Request { id, method, params } => MockStep::Ask {
                             id: Some(id.clone()),
                             method: method.clone(),
                             params: params.clone(),
@@ -319,10 +319,10 @@ impl Script {
         let mut out = BTreeSet::new();
         for step in self.connections.iter().flatten() {
             match step {
-                Step::Notify { params, .. } | Step::Ask { params, .. } => {
+                MockStep::Notify { params, .. } | MockStep::Ask { params, .. } => {
                     walk(params, None, &mut out)
                 }
-                Step::Answer {
+                MockStep::Answer {
                     reply: Reply::Result(result),
                     ..
                 } => walk(result, None, &mut out),
@@ -340,7 +340,7 @@ impl Script {
         self.connections
             .iter()
             .flatten()
-            .filter(|s| matches!(s, Step::Answer { .. }))
+            .filter(|s| matches!(s, MockStep::Answer { .. }))
             .count()
     }
 
@@ -500,10 +500,12 @@ mod tests {
         let s = Script::from_rpcs("log", "0.171.0", &[rpcs]);
         assert_eq!(s.answers(), 1);
         assert!(s.connections[0][0].answers("turn/start"));
-        assert!(matches!(&s.connections[0][0], Step::Answer { thread: Some(t), .. } if t == "t"));
+        assert!(
+            matches!(&s.connections[0][0], MockStep::Answer { thread: Some(t), .. } if t == "t")
+        );
         assert_eq!(
             s.connections[0][1],
-            Step::Ask {
+            MockStep::Ask {
                 id: Some(RequestId::Integer(0)),
                 method: "item/tool/call".into(),
                 params: json!({"callId": "c"}),
@@ -540,12 +542,12 @@ mod tests {
     fn thread_ids_are_read_from_every_connection_and_exec_run() {
         let script = Script {
             connections: vec![
-                vec![Step::Answer {
+                vec![MockStep::Answer {
                     method: "thread/start".into(),
                     reply: Reply::Result(json!({"thread": {"id": "t1"}})),
                     thread: None,
                 }],
-                vec![Step::Notify {
+                vec![MockStep::Notify {
                     method: "turn/started".into(),
                     params: json!({"threadId": "t2"}),
                     extra: Default::default(),

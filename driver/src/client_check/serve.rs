@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client_check::exec_args::ExecArgs;
 use crate::client_check::mock::Mock;
-use crate::client_check::script::{Script, Step};
+use crate::client_check::script::{MockStep, Script};
 use crate::client_check::served::{self, Served, Via};
 use crate::client_check::{exec_serve, ws_serve};
 
@@ -111,7 +111,7 @@ pub fn serve(dir: &Path, args: Vec<OsString>) -> anyhow::Result<i32> {
         return ws_serve::listen(dir, &script, &args, &url, deadline);
     }
     let (served, path) = served::start(dir, Via::Stdio, script.connections.len(), &args)?;
-    let steps: &[Step] = &script.connections[served.connection - 1];
+    let steps: &[MockStep] = &script.connections[served.connection - 1];
     let save_to = path.clone();
     let mut mock = Mock::new(
         steps,

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::app_server::transcript::Sent;
 use crate::client_check::placeholders::Placeholders;
-use crate::client_check::script::{ExecScript, Kinds, Script, Step};
+use crate::client_check::script::{ExecScript, Kinds, MockStep, Script};
 use crate::codex::binaries::{self, CodexBinary, OneBinary};
 use crate::harness::outcome::Outcome;
 use crate::harness::sidecar::SidecarLauncher;
@@ -355,7 +355,7 @@ async fn scenario_file(path: &Path, binary: CodexBinary) -> anyhow::Result<Scrip
         &connections,
     );
     for step in script.connections.iter_mut().flatten() {
-        if let Step::Ask {
+        if let MockStep::Ask {
             method, expected, ..
         } = step
         {

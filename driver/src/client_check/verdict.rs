@@ -8,12 +8,14 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::harness::outcome::OutcomeKind;
+
 use crate::client_check::mutation::Expect;
 use crate::report::{escape, escape_attr};
 
 /// How one mutation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum RowResult {
     /// COMMAND did what the mutation expects.
     Passed,
@@ -27,13 +29,14 @@ pub enum RowResult {
 }
 
 impl RowResult {
-    /// The word in tables.
+    /// The word in tables: the matrix's words (`crate::harness::outcome::OutcomeKind`),
+    /// and `stopped early`, a pass of its own.
     pub fn word(self) -> &'static str {
         match self {
-            RowResult::Passed => "passed",
+            RowResult::Passed => OutcomeKind::Passed.word(),
             RowResult::StoppedEarly => "stopped early",
-            RowResult::Failed => "FAILED",
-            RowResult::NotApplicable => "n/a",
+            RowResult::Failed => OutcomeKind::Failed.word(),
+            RowResult::NotApplicable => OutcomeKind::NotApplicable.word(),
         }
     }
 }
@@ -124,7 +127,7 @@ fn secs(s: f64) -> String {
 
 /// Every row of a check, and what it was run on.
 #[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
+pub struct CheckVerdict {
     /// The session served.
     pub source: String,
     /// The codex version the session came from.
@@ -142,7 +145,7 @@ pub struct Verdict {
     pub rows: Vec<Row>,
 }
 
-impl Verdict {
+impl CheckVerdict {
     /// Whether every must-survive mutation passed.
     pub fn passed(&self) -> bool {
         self.rows.iter().filter(|r| r.must_survive).all(Row::passes)
@@ -235,6 +238,13 @@ impl Verdict {
     pub fn json(&self) -> anyhow::Result<String> {
         let mut value = serde_json::to_value(self)?;
         value["passed"] = serde_json::Value::Bool(self.passed());
+        // Each row says whether it passes (a row that stopped early does, unless the whole
+        // session was asked for), so a reader need not know the rules.
+        if let Some(rows) = value["rows"].as_array_mut() {
+            for (row, r) in rows.iter_mut().zip(&self.rows) {
+                row["passes"] = serde_json::Value::Bool(r.passes());
+            }
+        }
         Ok(serde_json::to_string_pretty(&value)? + "\n")
     }
 
@@ -334,8 +344,8 @@ mod tests {
         }
     }
 
-    fn verdict(rows: Vec<Row>) -> Verdict {
-        Verdict {
+    fn verdict(rows: Vec<Row>) -> CheckVerdict {
+        CheckVerdict {
             source: "transcript t.json".into(),
             codex: "0.171.0".into(),
             command: vec!["client".into()],
@@ -364,7 +374,7 @@ mod tests {
         let junit = v.junit();
         assert!(junit.contains("failures=\"0\""), "{junit}");
         assert!(
-            junit.contains("<system-out>FAILED\nexited with status 3</system-out>"),
+            junit.contains("<system-out>FAIL\nexited with status 3</system-out>"),
             "{junit}"
         );
         let mut n = v.clone();
@@ -410,7 +420,7 @@ mod tests {
                 .contains("stopped early (0.5 s): app-server 1")
         );
         let json: serde_json::Value = serde_json::from_str(&v.json().unwrap()).unwrap();
-        assert_eq!(json["rows"][0]["result"], "stopped-early");
+        assert_eq!(json["rows"][0]["result"], "stopped_early");
         assert!(
             v.junit()
                 .contains("<system-out>stopped early\napp-server 1")
