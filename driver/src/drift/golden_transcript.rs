@@ -181,6 +181,7 @@ mod tests {
             json!({"turn": {"status": status}}),
         );
         Record {
+            perf: Default::default(),
             golden: crate::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,

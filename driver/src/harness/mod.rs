@@ -16,6 +16,7 @@ pub mod git;
 pub mod home_template;
 pub mod outcome;
 pub mod pending;
+pub mod perf;
 pub mod proxy;
 pub mod run_dir;
 pub mod runner;

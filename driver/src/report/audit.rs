@@ -594,6 +594,7 @@ mod tests {
                 },
                 failure: None,
                 exercised: Default::default(),
+                perf: Default::default(),
             })
             .collect();
         Matrix {
