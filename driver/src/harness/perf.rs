@@ -340,10 +340,7 @@ impl Measurement {
     pub fn over_budget(&self) -> Vec<String> {
         Metric::ALL
             .into_iter()
-            .filter(|&m| {
-                let (c, b) = (self.candidate.get(m), self.baseline.get(m));
-                self.ratio.get(m) > self.budget && c - b > m.floor()
-            })
+            .filter(|&m| self.over(m))
             .map(|m| {
                 format!(
                     "{}: {} {:.2}x the reference {} ({} against {} {}, median of {}; budget {}x)",
@@ -359,6 +356,13 @@ impl Measurement {
                 )
             })
             .collect()
+    }
+
+    /// Whether `metric` is over the budget: its ratio above it and the difference above the
+    /// metric's floor.
+    pub fn over(&self, metric: Metric) -> bool {
+        let (c, b) = (self.candidate.get(metric), self.baseline.get(metric));
+        self.ratio.get(metric) > self.budget && c - b > metric.floor()
     }
 
     /// One line for people: the medians of both sides and the ratios.
