@@ -279,7 +279,12 @@ where
             // One lease when both sides are the same binary (its home is locked once).
             Source::Prepared => match homes.iter().find(|(_, b, _)| b.path == binary.path) {
                 Some((_, _, shared)) => shared.clone(),
-                None => Home::Leased(Arc::new(history_home::lease(binary, &spec).await?)),
+                None => {
+                    let elsewhere = world.root().join("homes");
+                    Home::Leased(Arc::new(
+                        history_home::lease(binary, &spec, &elsewhere).await?,
+                    ))
+                }
             },
             Source::Unprepared => {
                 let root = world.root().join(format!("unprepared-{}", side_name(side)));

@@ -24,8 +24,8 @@
 //! day after the first. The first start itself is measured on an unprepared home
 //! ([`unprepared`]). Prepared homes are kept in the cache next to the binary, under
 //! `VERSION/derived/KEY/perf-homes/NAME/` (pruned with the release, like the home
-//! template); a binary given by path gets them in the run's temporary directory, once per
-//! process. Codex's index holds the rollouts' absolute paths, so a prepared home is used where
+//! template); a binary given by path prepares them in the world of each scenario that needs
+//! them, removed with it. Codex's index holds the rollouts' absolute paths, so a prepared home is used where
 //! it was prepared, put back as prepared before each repetition ([`HomeLease::reset`]: codex
 //! writes to its databases and rollouts in place), under a lock that one process holds at a
 //! time; a home is `ready` only once complete, so a sweep stopped half way prepares it again.
@@ -285,16 +285,10 @@ pub fn unprepared(binary: &CodexBinary, spec: &HomeSpec, root: &Path) -> anyhow:
     Ok(home)
 }
 
-/// The run's own directory of prepared homes for binaries outside the cache.
-fn run_local_dir() -> PathBuf {
-    tempfile::env::temp_dir().join(format!("codex-parity-perf-homes-{}", std::process::id()))
-}
-
-/// Where the prepared homes of `binary` are kept.
-pub fn homes_dir(binary: &CodexBinary) -> PathBuf {
-    fingerprint::cache_dir(binary)
-        .map(|d| d.join("perf-homes"))
-        .unwrap_or_else(run_local_dir)
+/// Where the prepared homes of `binary` are kept between runs: next to it in the cache;
+/// `None` for a binary from elsewhere.
+pub fn homes_dir(binary: &CodexBinary) -> Option<PathBuf> {
+    fingerprint::cache_dir(binary).map(|d| d.join("perf-homes"))
 }
 
 /// The prepared home of one spec for one binary, held for measuring: its directory is
@@ -331,9 +325,16 @@ impl HomeLease {
 
 /// Leases the prepared home of `spec` for `binary` (see [`HomeLease`]): taken from the
 /// cache, or prepared now (see the module documentation), waiting while another process
-/// holds it.
-pub async fn lease(binary: &CodexBinary, spec: &HomeSpec) -> anyhow::Result<HomeLease> {
-    let dir = homes_dir(binary).join(spec.name());
+/// holds it. A binary outside the cache prepares it under `elsewhere` (a scenario's world,
+/// removed with it: nothing is kept for a binary given by path).
+pub async fn lease(
+    binary: &CodexBinary,
+    spec: &HomeSpec,
+    elsewhere: &Path,
+) -> anyhow::Result<HomeLease> {
+    let dir = homes_dir(binary)
+        .unwrap_or_else(|| elsewhere.to_path_buf())
+        .join(spec.name());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(".lock");
     let file = std::fs::File::options()
