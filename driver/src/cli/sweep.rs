@@ -55,7 +55,7 @@ pub(crate) struct SweepArgs {
     /// Write the audit's table (docs/releases.md) to this file.
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
-    /// Write the performance table of group P (docs/performance.md) to this file: each
+    /// Write the performance table of group P (docs/performance-releases.md) to this file: each
     /// release's ratios to the reference, growth exponents, the largest step between
     /// consecutive releases (sweep with --filter P).
     #[arg(long, value_name = "FILE")]
@@ -80,7 +80,7 @@ pub(crate) struct AuditArgs {
     /// entry whose reason says TODO.
     #[arg(long, value_name = "FILE")]
     suggest: Option<PathBuf>,
-    /// Write the performance table of group P (docs/performance.md) to this file.
+    /// Write the performance table of group P (docs/performance-releases.md) to this file.
     #[arg(long, value_name = "FILE")]
     perf_table: Option<PathBuf>,
     /// Propose those baselines as a pending expectation (expected/baselines.json.pending in

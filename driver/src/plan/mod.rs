@@ -62,6 +62,9 @@ pub struct Options {
     pub jobs: Option<usize>,
     /// What the performance scenarios (group P) are told.
     pub perf: PerfOptions,
+    /// Keep the groups a run leaves out unless a filter selects them
+    /// ([`catalogue::OPT_IN`]) without a filter too (`list` shows every scenario).
+    pub with_opt_in: bool,
 }
 
 /// What a user sets for the performance scenarios (`--perf-reference`, `--perf-reps`,
@@ -121,6 +124,7 @@ impl Default for Options {
             shard: Shard::ALL,
             jobs: None,
             perf: PerfOptions::default(),
+            with_opt_in: false,
         }
     }
 }
@@ -238,7 +242,7 @@ impl Plan {
                 !scenarios.is_empty(),
                 "no scenario matches --filter {f}; `codex-parity list` shows them"
             );
-        } else {
+        } else if !options.with_opt_in {
             // The groups that take minutes run only when a filter selects them.
             scenarios.retain(|s| !catalogue::opt_in(s));
         }

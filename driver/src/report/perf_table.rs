@@ -1,4 +1,4 @@
-//! The performance table of a sweep (`docs/performance.md`): what group P measured on each
+//! The performance table of a sweep (`docs/performance-releases.md`): what group P measured on each
 //! release, as each release's ratio to the reference measured in the same run, per metric;
 //! the growth exponents; and, per measurement and metric, the largest step between two
 //! consecutive releases. A step is the ratio of the two releases' ratios: both were held
@@ -155,7 +155,7 @@ fn sized_ids(releases: &[(String, Vec<Cell<'_>>)]) -> Vec<String> {
         .collect()
 }
 
-/// `docs/performance.md`: the tables of `matrix` (a sweep's results of group P), headed by
+/// `docs/performance-releases.md`: the tables of `matrix` (a sweep's results of group P), headed by
 /// the command that wrote it.
 pub fn table(matrix: &Matrix, command: &str) -> String {
     let releases = releases(matrix);
@@ -174,8 +174,9 @@ pub fn table(matrix: &Matrix, command: &str) -> String {
     let _ = writeln!(
         out,
         "Group P on {} release(s), {} to {}, each measured against the reference {} in the \
-         same run (the median of interleaved repetitions; see [performance.md's \
-         introduction](#how-to-read-it)). Generated, not written by hand: `{command}`.\n",
+         same run (the median of interleaved repetitions; [performance.md](performance.md) says \
+         what each scenario does and how to run it). Generated, not written by hand: \
+         `{command}`.\n",
         releases.len(),
         releases.first().map_or("", |r| r.0.as_str()),
         releases.last().map_or("", |r| r.0.as_str()),
