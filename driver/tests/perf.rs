@@ -182,12 +182,8 @@ async fn each_release_reads_the_generated_homes_back() {
             let turns = read["thread"]["turns"].as_array().unwrap().len() as u64;
             assert_eq!(turns, TURNS, "{what}: turns of the large rollout");
             if caps.require_methods(&["thread/turns/list"]).is_ok() {
-                let ids = all_ids(
-                    &app,
-                    "thread/turns/list",
-                    json!({"threadId": thread_id(0)}),
-                )
-                .await;
+                let ids =
+                    all_ids(&app, "thread/turns/list", json!({"threadId": thread_id(0)})).await;
                 assert_eq!(ids.len() as u64, TURNS, "{what}: turns paged");
             }
             app.shutdown(Duration::from_secs(10)).await;
@@ -231,7 +227,10 @@ async fn a_slowed_stand_in_fails_its_budget_and_a_plain_run_passes() {
     let wrapper = dir.path().join("codex");
     std::fs::write(
         &wrapper,
-        format!("#!/bin/sh\nsleep 1\nexec '{}' \"$@\"\n", real.path.display()),
+        format!(
+            "#!/bin/sh\nsleep 1\nexec '{}' \"$@\"\n",
+            real.path.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -245,7 +244,10 @@ async fn a_slowed_stand_in_fails_its_budget_and_a_plain_run_passes() {
         panic!("the slowed stand-in passed: {:?}", ran.outcome);
     };
     assert!(reason.contains("over budget"), "{reason}");
-    assert!(reason.contains("start-up to the initialize answer"), "{reason}");
+    assert!(
+        reason.contains("start-up to the initialize answer"),
+        "{reason}"
+    );
     assert!(reason.contains(": wall "), "{reason}");
     let m = &ran.perf.measurements[0];
     assert!(m.ratio.wall > m.budget, "{m:?}");

@@ -71,8 +71,8 @@ pub fn parse_stat(stat: &str, ticks_per_second: u64) -> Option<CpuTimes> {
 
 /// The peak resident set of process `pid` so far, in KiB (`VmHWM`); `None` when it is gone.
 pub fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status"))
-        .ok()?;
+    let status =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
     parse_hwm(&status)
 }
 

@@ -43,7 +43,12 @@ pub(crate) struct BisectArgs {
     #[arg(long, value_name = "METRIC", value_parser = ["wall", "cpu", "rss"])]
     perf_key: Option<String>,
     /// With --perf-key: how many times the good release's ratio makes a release slower.
-    #[arg(long, value_name = "FACTOR", default_value_t = 2.0, requires = "perf_key")]
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 2.0,
+        requires = "perf_key"
+    )]
     perf_factor: f64,
     /// Group P's settings for each probe.
     #[command(flatten)]
@@ -187,19 +192,18 @@ impl PerfKey {
     /// release, sets the mark); the text for the probe's line. A run that measured nothing
     /// keeps its outcome's fingerprint.
     fn classify(&self, ran: &Ran) -> (Fingerprint, String) {
-        let Some(m) = ran
-            .perf
-            .measurements
-            .iter()
-            .max_by_key(|m| m.size)
-        else {
+        let Some(m) = ran.perf.measurements.iter().max_by_key(|m| m.size) else {
             return (Fingerprint::of(ran), "measured nothing".to_string());
         };
         let r = m.ratio.get(self.metric);
         let mark = self.good.get().unwrap_or(r);
         self.good.set(Some(mark));
         let step = perf::ratio(r, mark);
-        let status = if step > self.factor { "slower" } else { "as good" };
+        let status = if step > self.factor {
+            "slower"
+        } else {
+            "as good"
+        };
         let text = format!(
             "{} {:.2}x the reference {} ({} {}), {step:.2}x the good release's",
             self.metric.name(),

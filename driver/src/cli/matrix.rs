@@ -91,7 +91,10 @@ impl PerfArgs {
             args.extend(["--perf-reps".to_string(), n.to_string()]);
         }
         if let Some(s) = self.perf_scale {
-            args.extend(["--perf-scale".to_string(), format!("{}", f64::from(s) / 1000.0)]);
+            args.extend([
+                "--perf-scale".to_string(),
+                format!("{}", f64::from(s) / 1000.0),
+            ]);
         }
         args
     }

@@ -162,7 +162,12 @@ impl Figures {
             wall_ms: round(median(usages.iter().map(|u| ms(u.wall)).collect()), 1),
             cpu_ms: round(median(usages.iter().map(|u| ms(u.cpu)).collect()), 1),
             rss_mib: round(
-                median(usages.iter().map(|u| u.peak_rss_kib as f64 / 1024.0).collect()),
+                median(
+                    usages
+                        .iter()
+                        .map(|u| u.peak_rss_kib as f64 / 1024.0)
+                        .collect(),
+                ),
                 1,
             ),
         }
@@ -361,7 +366,10 @@ impl Measurement {
 
     /// `what (size unit, layout)`: how reports name it.
     pub fn label(&self) -> String {
-        format!("{} ({} {}, {})", self.what, self.size, self.unit, self.layout)
+        format!(
+            "{} ({} {}, {})",
+            self.what, self.size, self.unit, self.layout
+        )
     }
 
     /// Every metric over the budget: the ratio above it and the difference above the
@@ -535,7 +543,11 @@ mod tests {
         assert_eq!(median(vec![]), 0.0);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        let m = Figures::of(&[usage(100, 50, 100), usage(5000, 50, 100), usage(110, 60, 120)]);
+        let m = Figures::of(&[
+            usage(100, 50, 100),
+            usage(5000, 50, 100),
+            usage(110, 60, 120),
+        ]);
         assert_eq!(m.wall_ms, 110.0);
         assert_eq!(m.cpu_ms, 50.0);
         assert_eq!(m.rss_mib, 100.0);
@@ -549,7 +561,11 @@ mod tests {
         assert_eq!(slow.ratio.wall, 2.0);
         let over = slow.over_budget();
         assert_eq!(over.len(), 3, "{over:?}");
-        assert!(over[0].contains("wall 2.00x the reference 0.171.0"), "{}", over[0]);
+        assert!(
+            over[0].contains("wall 2.00x the reference 0.171.0"),
+            "{}",
+            over[0]
+        );
         assert!(over[0].contains("budget 1.5x"), "{}", over[0]);
         assert!(over[0].starts_with("thread/list all pages (1000 threads, legacy)"));
         // Within budget.
@@ -568,7 +584,11 @@ mod tests {
         let noisy = Measurement::new(
             &subject(1.5),
             &reference,
-            &[usage(400, 300, 150), usage(1300, 900, 150), usage(1200, 800, 150)],
+            &[
+                usage(400, 300, 150),
+                usage(1300, 900, 150),
+                usage(1200, 800, 150),
+            ],
         );
         assert_eq!(noisy.ratio.wall, 3.0);
         assert_eq!(noisy.best_ratio(Metric::Wall), 1.0);

@@ -20,19 +20,19 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::codex::binaries::CodexBinary;
+use crate::codex::binaries::OneBinary;
+use crate::codex::versions;
 use crate::harness::baseline::{self, Baselines};
 use crate::harness::expectations::Expectations;
+use crate::harness::perf::{self, PerfSettings};
 use crate::harness::runner::{self, Ran, Target};
 use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
 use crate::harness::sidecar::SidecarLauncher;
-use crate::codex::binaries::OneBinary;
-use crate::codex::versions;
-use crate::harness::perf::{self, PerfSettings};
 use crate::harness::world::Settings;
-use crate::scenarios::catalogue;
 use crate::scenario_file;
 use crate::scenarios;
+use crate::scenarios::catalogue;
 
 /// The environment variable that keeps each world's directories in the libtest harness
 /// (`--keep` of `run`).

@@ -92,7 +92,11 @@ fn key_of(id: &str, m: &Measurement, sized: bool) -> String {
 }
 
 /// The value of `key` in a release's cells, with whether it was over budget.
-fn find<'a>(cells: &[Cell<'a>], key: &Key, sized: impl Fn(&str) -> bool) -> Option<&'a Measurement> {
+fn find<'a>(
+    cells: &[Cell<'a>],
+    key: &Key,
+    sized: impl Fn(&str) -> bool,
+) -> Option<&'a Measurement> {
     cells
         .iter()
         .find(|(id, m)| key_of(id, m, sized(id)) == key.short)
@@ -254,10 +258,13 @@ pub fn table(matrix: &Matrix, command: &str) -> String {
     out
 }
 
+/// One release's growth exponents by column: (the release's, the reference's).
+type GrowthRow = BTreeMap<String, (f64, f64)>;
+
 /// The growth exponents of each release's wall time, one column per operation.
 fn growth_table(out: &mut String, matrix: &Matrix) {
     let mut columns: Vec<String> = Vec::new();
-    let mut rows: Vec<(String, BTreeMap<String, (f64, f64)>)> = Vec::new();
+    let mut rows: Vec<(String, GrowthRow)> = Vec::new();
     let mut ordered: Vec<_> = matrix.columns.iter().collect();
     ordered.sort_by_key(|c| versions::sort_key(&c.version));
     for c in ordered {
@@ -390,7 +397,10 @@ mod tests {
             .iter()
             .find(|s| s.column == "P4 10000" && s.metric == Metric::Wall)
             .unwrap();
-        assert_eq!((wall.from.as_str(), wall.to.as_str()), ("0.150.0", "0.151.0"));
+        assert_eq!(
+            (wall.from.as_str(), wall.to.as_str()),
+            ("0.150.0", "0.151.0")
+        );
         assert_eq!(wall.step, 3.0);
         assert_eq!(steps[0].step, 3.0, "largest first: {steps:?}");
         let small = steps.iter().find(|s| s.column == "P4 1000").unwrap();
@@ -403,7 +413,11 @@ mod tests {
         assert!(text.contains("`codex-parity sweep --filter P`"), "{text}");
         assert!(text.contains("- `P4 10000`: thread/list all pages (10000 threads, legacy)"));
         let wall = text.split("## Wall time").nth(1).unwrap();
-        let rows: Vec<&str> = wall.lines().filter(|l| l.starts_with("| 0.")).take(3).collect();
+        let rows: Vec<&str> = wall
+            .lines()
+            .filter(|l| l.starts_with("| 0."))
+            .take(3)
+            .collect();
         assert_eq!(
             rows,
             [
@@ -414,6 +428,9 @@ mod tests {
         );
         assert!(text.contains("| P4 1000..10000 |"), "{text}");
         assert!(text.contains("| 0.151.0 | 1.48 (1.00) |"), "{text}");
-        assert!(text.contains("| `P4 10000` | wall | 0.150.0 | 0.151.0 | 3.00x |"), "{text}");
+        assert!(
+            text.contains("| `P4 10000` | wall | 0.150.0 | 0.151.0 | 3.00x |"),
+            "{text}"
+        );
     }
 }

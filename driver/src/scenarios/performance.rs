@@ -302,43 +302,42 @@ where
         reference: reference.version.clone(),
         budget,
     };
-    let (on_reference, on_candidate) =
-        interleaved(ctx.settings.perf.repetitions, |side, n| {
-            let (_, binary, source) = homes
-                .iter()
-                .find(|(s, ..)| *s == side)
-                .cloned()
-                .expect("both sides have a home");
-            let scratch = world.root().join(format!("rep-{}-{n}", side_name(side)));
-            let op = &op;
-            async move {
-                let home = match &source {
-                    Home::Leased(lease) => {
-                        lease.reset()?;
-                        lease.home()
-                    }
-                    Home::Seed(seed) => {
-                        let home = scratch.join("codex-home");
-                        history_home::copy_home(seed, &home)?;
-                        home
-                    }
-                };
-                world.write_config(&home)?;
-                let mut cmd = world.command(&home, &world.workspace);
-                cmd.program = binary.path.clone();
-                cmd.label = binary.label();
-                let usage = op(Rep {
-                    side,
-                    binary: binary.clone(),
-                    cmd,
-                })
-                .await
-                .with_context(|| format!("{what} on {}", binary.label()));
-                let _ = std::fs::remove_dir_all(&scratch);
-                usage
-            }
-        })
-        .await?;
+    let (on_reference, on_candidate) = interleaved(ctx.settings.perf.repetitions, |side, n| {
+        let (_, binary, source) = homes
+            .iter()
+            .find(|(s, ..)| *s == side)
+            .cloned()
+            .expect("both sides have a home");
+        let scratch = world.root().join(format!("rep-{}-{n}", side_name(side)));
+        let op = &op;
+        async move {
+            let home = match &source {
+                Home::Leased(lease) => {
+                    lease.reset()?;
+                    lease.home()
+                }
+                Home::Seed(seed) => {
+                    let home = scratch.join("codex-home");
+                    history_home::copy_home(seed, &home)?;
+                    home
+                }
+            };
+            world.write_config(&home)?;
+            let mut cmd = world.command(&home, &world.workspace);
+            cmd.program = binary.path.clone();
+            cmd.label = binary.label();
+            let usage = op(Rep {
+                side,
+                binary: binary.clone(),
+                cmd,
+            })
+            .await
+            .with_context(|| format!("{what} on {}", binary.label()));
+            let _ = std::fs::remove_dir_all(&scratch);
+            usage
+        }
+    })
+    .await?;
     let m = Measurement::new(&subject, &on_reference, &on_candidate);
     ctx.observe(m.summary());
     ctx.measured(m.clone());
@@ -546,11 +545,8 @@ async fn list_all_pages(ctx: &Ctx, layout: Layout) -> anyhow::Result<()> {
             DEFAULT_BUDGET,
             |rep| async move {
                 let app = rep.start().await?;
-                let (usage, listed) = timed(
-                    &app,
-                    all_pages(&app, "thread/list", json!({"limit": PAGE})),
-                )
-                .await?;
+                let (usage, listed) =
+                    timed(&app, all_pages(&app, "thread/list", json!({"limit": PAGE}))).await?;
                 stop(app).await;
                 complete(ctx, "perf.thread_list_incomplete", &rep, &listed, expected);
                 Ok(usage)
@@ -602,7 +598,13 @@ async fn read(ctx: &Ctx, layout: Layout, with_turns: bool) -> anyhow::Result<()>
             let params = json!({"threadId": thread_id(0), "includeTurns": with_turns});
             let (usage, read) = timed(&app, call(&app, "thread/read", params)).await?;
             stop(app).await;
-            turns_complete(ctx, "perf.thread_read_turns", &rep, &read["thread"], expected);
+            turns_complete(
+                ctx,
+                "perf.thread_read_turns",
+                &rep,
+                &read["thread"],
+                expected,
+            );
             Ok(usage)
         },
     )
@@ -665,8 +667,7 @@ async fn turns_list(ctx: &Ctx, layout: Layout) -> anyhow::Result<()> {
         |rep| async move {
             let app = rep.start().await?;
             let params = json!({"threadId": thread_id(0), "limit": PAGE});
-            let (usage, listed) =
-                timed(&app, all_pages(&app, "thread/turns/list", params)).await?;
+            let (usage, listed) = timed(&app, all_pages(&app, "thread/turns/list", params)).await?;
             stop(app).await;
             complete(ctx, "perf.turns_list_incomplete", &rep, &listed, expected);
             Ok(usage)

@@ -237,7 +237,9 @@ pub fn read_back(home: &Path) -> anyhow::Result<Generated> {
 pub fn paginated_reason(caps: &Capabilities) -> Result<(), String> {
     caps.needs_history_mode()?;
     caps.needs_codex_command("migrate-rollouts").map_err(|e| {
-        format!("{e}: the paginated layout is made by the release's own migration of the legacy home")
+        format!(
+            "{e}: the paginated layout is made by the release's own migration of the legacy home"
+        )
     })
 }
 
@@ -356,9 +358,9 @@ pub async fn lease(
             spec.name(),
             lease.dir.display()
         );
-        prepare(binary, spec, &lease.dir)
-            .await
-            .with_context(|| format!("preparing the home {} for {}", spec.name(), binary.label()))?;
+        prepare(binary, spec, &lease.dir).await.with_context(|| {
+            format!("preparing the home {} for {}", spec.name(), binary.label())
+        })?;
         eprintln!(
             "codex-parity: {}: prepared {} in {:.1} s",
             binary.label(),
