@@ -301,3 +301,74 @@ fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_parity::harness::outcome::Outcome;
+    use codex_parity::harness::perf::{Measurement, Perf, Subject, Usage};
+    use std::time::Duration;
+
+    /// A run that measured `small_ms` on 1,000 threads and `large_ms` on 10,000, against a
+    /// reference at 100 ms on both.
+    fn ran(small_ms: u64, large_ms: u64) -> Ran {
+        let usage = |ms| Usage {
+            wall: Duration::from_millis(ms),
+            cpu: Duration::from_millis(ms),
+            peak_rss_kib: 1024,
+        };
+        let at = |size, ms| {
+            Measurement::new(
+                &Subject {
+                    what: "thread/list all pages".into(),
+                    size,
+                    unit: "threads",
+                    layout: "legacy",
+                    reference: "0.171.0".into(),
+                    budget: 1.5,
+                },
+                &[usage(100)],
+                &[usage(ms)],
+            )
+        };
+        Ran {
+            outcome: Outcome::Passed,
+            duration: Duration::ZERO,
+            requests: Vec::new(),
+            observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
+            drift: Vec::new(),
+            failure: None,
+            perf: Perf {
+                measurements: vec![at(10_000, large_ms), at(1_000, small_ms)],
+                growth: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_probe_is_slower_when_its_largest_home_is_over_the_factor_of_the_good_one() {
+        let key = PerfKey {
+            metric: Metric::Wall,
+            factor: 2.0,
+            good: std::cell::Cell::new(None),
+        };
+        // The good release sets the mark (1.5x the reference on 10,000 threads).
+        let (good, text) = key.classify(&ran(100, 150));
+        assert_eq!(good.status, "as good");
+        assert!(text.contains("wall 1.50x the reference 0.171.0"), "{text}");
+        // Twice as slow as the good one is not more than the factor; three times is, and the
+        // smaller home does not count.
+        assert_eq!(key.classify(&ran(900, 300)).0.status, "as good");
+        let (slow, text) = key.classify(&ran(100, 451));
+        assert_eq!(slow.status, "slower");
+        assert!(text.contains("3.01x the good release's"), "{text}");
+        // A run that measured nothing keeps its outcome.
+        let mut failed = ran(100, 100);
+        failed.perf = Perf::default();
+        failed.failure = Some("no reference".into());
+        failed.outcome = Outcome::Failed("no reference".into());
+        assert_eq!(key.classify(&failed).0.status, "FAIL");
+    }
+}

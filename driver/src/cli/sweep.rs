@@ -28,7 +28,7 @@ use crate::cli::run::stop_signal;
 const DEFAULT_CACHE_MAX: &str = "4G";
 
 /// The scale of group P's homes in a sweep unless `--perf-scale` says otherwise (thousandths:
-/// 100 and 1,000 threads, a rollout of 2,000 records): a minute a release, not several.
+/// 100 and 1,000 threads, a rollout of 1,999 records): a minute a release, not several.
 const SWEEP_SCALE_PERMILLE: u32 = 100;
 
 /// The arguments of `sweep`.
