@@ -382,6 +382,16 @@ async fn call(app: &AppServer, method: &str, params: Value) -> anyhow::Result<Va
         .map_err(|e| anyhow::anyhow!("{method}: {e}"))
 }
 
+/// What a process started at `started` used so far: the wall time since, all its CPU time,
+/// its peak memory.
+fn since_start(started: Instant, pid: Option<u32>) -> Usage {
+    Usage {
+        wall: started.elapsed(),
+        cpu: pid.and_then(CpuTimes::of).unwrap_or_default().total(),
+        peak_rss_kib: pid.and_then(peak_rss_kib).unwrap_or(0),
+    }
+}
+
 async fn startup(ctx: &Ctx) -> anyhow::Result<()> {
     let world = ctx.world(Default::default()).await?;
     let [_, big] = thread_homes(ctx, Layout::Legacy);
@@ -399,11 +409,7 @@ async fn startup(ctx: &Ctx) -> anyhow::Result<()> {
             app.initialize(true)
                 .await
                 .with_context(|| format!("{}: initialize", rep.binary.label()))?;
-            let usage = Usage {
-                wall: started.elapsed(),
-                cpu: pid.and_then(CpuTimes::of).unwrap_or_default().total(),
-                peak_rss_kib: pid.and_then(peak_rss_kib).unwrap_or(0),
-            };
+            let usage = since_start(started, pid);
             stop(app).await;
             Ok(usage)
         },
@@ -431,11 +437,7 @@ async fn first_start(ctx: &Ctx) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("{}: initialize", rep.binary.label()))?;
             call(&app, "thread/list", json!({"limit": 50})).await?;
-            let usage = Usage {
-                wall: started.elapsed(),
-                cpu: pid.and_then(CpuTimes::of).unwrap_or_default().total(),
-                peak_rss_kib: pid.and_then(peak_rss_kib).unwrap_or(0),
-            };
+            let usage = since_start(started, pid);
             stop(app).await;
             Ok(usage)
         },

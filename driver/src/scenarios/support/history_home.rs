@@ -25,7 +25,9 @@
 //! ([`unprepared`]). Prepared homes are kept in the cache next to the binary, under
 //! `VERSION/derived/KEY/perf-homes/NAME/` (pruned with the release, like the home
 //! template); a binary given by path prepares them in the world of each scenario that needs
-//! them, removed with it. Codex's index holds the rollouts' absolute paths, so a prepared home is used where
+//! them, removed with it. While a home is leased its release stays in the cache: no prune (a
+//! sweep's cap, `install --prune`) removes it ([`install::hold`]). Codex's index holds the
+//! rollouts' absolute paths, so a prepared home is used where
 //! it was prepared, put back as prepared before each repetition ([`HomeLease::reset`]: codex
 //! writes to its databases and rollouts in place), under a lock that one process holds at a
 //! time; a home is `ready` only once complete, so a sweep stopped half way prepares it again.
@@ -40,6 +42,7 @@ use crate::app_server::{AppServer, AppServerCommand};
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::codex::fingerprint;
+use crate::codex::install::{self, Cache};
 use crate::harness::codex_env::{self, codex_env};
 use crate::scenarios::support::rollout::{RolloutWriter, TurnLines, rollout_files};
 
@@ -306,6 +309,8 @@ pub fn homes_dir(binary: &CodexBinary) -> Option<PathBuf> {
 pub struct HomeLease {
     dir: PathBuf,
     _lock: std::fs::File,
+    /// Keeps the release in the cache while its home is in use (no prune removes it).
+    _hold: Option<install::ReleaseHold>,
 }
 
 impl HomeLease {
@@ -334,7 +339,12 @@ pub async fn lease(
     spec: &HomeSpec,
     elsewhere: &Path,
 ) -> anyhow::Result<HomeLease> {
-    let dir = homes_dir(binary)
+    let cached = homes_dir(binary);
+    let hold = match cached {
+        Some(_) => Some(install::hold(&Cache::from_env()?, &binary.version).await?),
+        None => None,
+    };
+    let dir = cached
         .unwrap_or_else(|| elsewhere.to_path_buf())
         .join(spec.name());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -349,7 +359,11 @@ pub async fn lease(
         .await
         .context("waiting for the home's lock")?
         .with_context(|| format!("locking {}", path.display()))?;
-    let lease = HomeLease { dir, _lock: file };
+    let lease = HomeLease {
+        dir,
+        _lock: file,
+        _hold: hold,
+    };
     if !lease.dir.join("ready").is_file() {
         let started = std::time::Instant::now();
         eprintln!(
