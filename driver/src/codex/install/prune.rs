@@ -8,7 +8,7 @@
 //! handed out, one being installed (its lock is held) or one the caller keeps. Whatever is
 //! removed is returned, to be printed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -86,6 +86,30 @@ pub fn reserve(cache: &Cache, versions: &[String]) {
 #[derive(Debug)]
 pub struct ReleaseHold {
     _file: std::fs::File,
+}
+
+/// The releases this process holds until it exits (see [`keep_held`]), by lock file.
+static HELD: Mutex<BTreeMap<PathBuf, std::fs::File>> = Mutex::new(BTreeMap::new());
+
+/// Holds `version` in `cache` until this process exits (a [`ReleaseHold`] that is never
+/// dropped), unless another process is installing or removing it right now (then nothing is
+/// held: the release is in use by that process anyway, or going).
+pub fn keep_held(cache: &Cache, version: &str) {
+    let path = cache.lock_path(version);
+    let mut held = lock(&HELD);
+    if held.contains_key(&path) {
+        return;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path);
+    if let Ok(file) = file
+        && file.try_lock_shared().is_ok()
+    {
+        held.insert(path, file);
+    }
 }
 
 /// Holds `version` in `cache` (see [`ReleaseHold`]), waiting while it is being installed.
