@@ -79,8 +79,9 @@ pub fn reserve(cache: &Cache, versions: &[String]) {
 }
 
 /// A hold on one cached release: while it lives, no prune of any process removes the
-/// release (a shared `flock` on its install lock, which a removal takes exclusively; the
-/// kernel releases it when the process dies). Taken by what uses a release's derived data
+/// release (a shared `flock` on its `.held` lock file, which a removal takes exclusively
+/// without waiting; the kernel releases it when the process dies). Installs do not take it,
+/// so a process holding a release never waits on itself. Taken by what uses a release's derived data
 /// without running its binary all along, e.g. the homes the performance scenarios prepare
 /// next to it.
 #[derive(Debug)]
@@ -92,10 +93,12 @@ pub struct ReleaseHold {
 static HELD: Mutex<BTreeMap<PathBuf, std::fs::File>> = Mutex::new(BTreeMap::new());
 
 /// Holds `version` in `cache` until this process exits (a [`ReleaseHold`] that is never
-/// dropped), unless another process is installing or removing it right now (then nothing is
-/// held: the release is in use by that process anyway, or going).
+/// dropped), unless another process is removing it right now (then nothing is held).
 pub fn keep_held(cache: &Cache, version: &str) {
-    let path = cache.lock_path(version);
+    let path = cache.held_path(version);
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
     let mut held = lock(&HELD);
     if held.contains_key(&path) {
         return;
@@ -114,7 +117,7 @@ pub fn keep_held(cache: &Cache, version: &str) {
 
 /// Holds `version` in `cache` (see [`ReleaseHold`]), waiting while it is being installed.
 pub async fn hold(cache: &Cache, version: &str) -> Result<ReleaseHold> {
-    let path = cache.lock_path(version);
+    let path = cache.held_path(version);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -327,6 +330,21 @@ fn remove_release(cache: &Cache, release: &CachedRelease) -> Result<bool> {
         Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
         Err(std::fs::TryLockError::Error(e)) => {
             return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+        }
+    }
+    // Nobody may hold it either (see [`ReleaseHold`]).
+    let held_path = cache.held_path(&release.version);
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&held_path)
+        .with_context(|| format!("cannot open the lock file {}", held_path.display()))?;
+    match held.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", held_path.display()));
         }
     }
     // The binary first: without it the directory is no longer a complete install.
