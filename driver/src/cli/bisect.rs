@@ -7,9 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::bisect::{self, Bisection, Fingerprint, Verdict};
-use codex_parity::harness::perf::{self, Metric};
-use codex_parity::harness::runner::Ran;
+use codex_parity::harness::bisect::{self, Bisection, Fingerprint, PerfKey, Verdict};
+use codex_parity::harness::perf::Metric;
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::plan::{Options, Plan, PlanBuilder};
@@ -118,11 +117,7 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
                 args.perf_factor
             );
             let metric = Metric::parse(name).context("--perf-key")?;
-            Some(PerfKey {
-                metric,
-                factor: args.perf_factor,
-                good: std::cell::Cell::new(None),
-            })
+            Some(PerfKey::new(metric, args.perf_factor))
         }
         None => None,
     };
@@ -176,44 +171,6 @@ struct Prober {
     cache: Cache,
     sidecar: SidecarLauncher,
     perf_key: Option<PerfKey>,
-}
-
-/// A bisection on a measurement (`--perf-key`): the metric, the factor, and the good
-/// release's ratio to the reference once probed (the first probe).
-struct PerfKey {
-    metric: Metric,
-    factor: f64,
-    good: std::cell::Cell<Option<f64>>,
-}
-
-impl PerfKey {
-    /// The fingerprint of a probe by its measurement: `slower` when its ratio is more than
-    /// the factor times the good release's, `as good` otherwise (the first probe, the good
-    /// release, sets the mark); the text for the probe's line. A run that measured nothing
-    /// keeps its outcome's fingerprint.
-    fn classify(&self, ran: &Ran) -> (Fingerprint, String) {
-        let Some(m) = ran.perf.measurements.iter().max_by_key(|m| m.size) else {
-            return (Fingerprint::of(ran), "measured nothing".to_string());
-        };
-        let r = m.ratio.get(self.metric);
-        let mark = self.good.get().unwrap_or(r);
-        self.good.set(Some(mark));
-        let step = perf::ratio(r, mark);
-        let status = if step > self.factor {
-            "slower"
-        } else {
-            "as good"
-        };
-        let text = format!(
-            "{} {:.2}x the reference {} ({} {}), {step:.2}x the good release's",
-            self.metric.name(),
-            r,
-            m.reference,
-            m.candidate.get(self.metric),
-            self.metric.unit()
-        );
-        (Fingerprint::new(status, &[]), text)
-    }
 }
 
 impl Prober {
@@ -299,76 +256,5 @@ fn report(result: &Bisection<Fingerprint>, started: Instant) -> ExitCode {
             );
             ExitCode::from(1)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use codex_parity::harness::outcome::Outcome;
-    use codex_parity::harness::perf::{Measurement, Perf, Subject, Usage};
-    use std::time::Duration;
-
-    /// A run that measured `small_ms` on 1,000 threads and `large_ms` on 10,000, against a
-    /// reference at 100 ms on both.
-    fn ran(small_ms: u64, large_ms: u64) -> Ran {
-        let usage = |ms| Usage {
-            wall: Duration::from_millis(ms),
-            cpu: Duration::from_millis(ms),
-            peak_rss_kib: 1024,
-        };
-        let at = |size, ms| {
-            Measurement::new(
-                &Subject {
-                    what: "thread/list all pages".into(),
-                    size,
-                    unit: "threads",
-                    layout: "legacy",
-                    reference: "0.171.0".into(),
-                    budget: 1.5,
-                },
-                &[usage(100)],
-                &[usage(ms)],
-            )
-        };
-        Ran {
-            outcome: Outcome::Passed,
-            duration: Duration::ZERO,
-            requests: Vec::new(),
-            observations: Vec::new(),
-            transcripts: Vec::new(),
-            checked: None,
-            drift: Vec::new(),
-            failure: None,
-            perf: Perf {
-                measurements: vec![at(10_000, large_ms), at(1_000, small_ms)],
-                growth: Vec::new(),
-            },
-        }
-    }
-
-    #[test]
-    fn a_probe_is_slower_when_its_largest_home_is_over_the_factor_of_the_good_one() {
-        let key = PerfKey {
-            metric: Metric::Wall,
-            factor: 2.0,
-            good: std::cell::Cell::new(None),
-        };
-        // The good release sets the mark (1.5x the reference on 10,000 threads).
-        let (good, text) = key.classify(&ran(100, 150));
-        assert_eq!(good.status, "as good");
-        assert!(text.contains("wall 1.50x the reference 0.171.0"), "{text}");
-        // Twice as slow as the good one is not more than the factor; three times is, and the
-        // smaller home does not count.
-        assert_eq!(key.classify(&ran(900, 300)).0.status, "as good");
-        let (slow, text) = key.classify(&ran(100, 451));
-        assert_eq!(slow.status, "slower");
-        assert!(text.contains("3.01x the good release's"), "{text}");
-        // A run that measured nothing keeps its outcome.
-        let mut failed = ran(100, 100);
-        failed.perf = Perf::default();
-        failed.failure = Some("no reference".into());
-        failed.outcome = Outcome::Failed("no reference".into());
-        assert_eq!(key.classify(&failed).0.status, "FAIL");
     }
 }
