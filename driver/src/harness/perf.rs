@@ -241,6 +241,16 @@ impl Metric {
         }
     }
 
+    /// The difference between two releases' medians at or below which a step from one to
+    /// the other is noise: the wall and CPU [`Metric::floor`]; none for memory, which does
+    /// not jitter with the machine's load.
+    pub fn step_floor(self) -> f64 {
+        match self {
+            Metric::Wall | Metric::Cpu => self.floor(),
+            Metric::Rss => 0.0,
+        }
+    }
+
     /// The difference from the reference below which a ratio is never over budget: 100 ms
     /// of wall or CPU time (ten clock ticks; what a process start varies by on a loaded
     /// two-core machine), 32 MiB of memory (what an allocator's arenas vary by).
