@@ -193,8 +193,9 @@ pub fn table(matrix: &Matrix, command: &str) -> String {
         "## How to read it\n\n\
          Each cell is the release's median divided by the reference's median of the same \
          run (1.00: as fast as the reference; 2.00: twice the time or memory). A cell in \
-         bold was over its scenario's budget (more than the budget times the reference and \
-         more than the noise floor above it: 100 ms of wall or CPU time, 32 MiB). A dash: \
+         bold was over its scenario's budget (its median and its best run more than the \
+         budget times the reference's, and the medians more than the noise floor apart: \
+         100 ms of wall or CPU time, 32 MiB). A dash: \
          the release did not measure it (not applicable, or it failed before measuring). \
          Because every release is held against the same reference, the ratio of two \
          releases' cells compares the two releases; the last section lists the largest \
