@@ -63,6 +63,8 @@ impl BisectArgs {
         Options {
             keep: self.keep,
             perf: self.perf.options(),
+            // Its --filter picks one scenario of all of them, group P's too.
+            with_opt_in: true,
             ..self.sources.apply(Options::default())
         }
     }

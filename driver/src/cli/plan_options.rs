@@ -95,6 +95,7 @@ mod tests {
             Options {
                 filter: None,
                 strict: false,
+                with_opt_in: true,
                 ..told()
             }
         );
