@@ -265,6 +265,7 @@ fn hostile_matrix() -> Matrix {
                 drift: Vec::new(),
                 failure: None,
                 exercised: Default::default(),
+                perf: Default::default(),
             });
         }
     }

@@ -137,6 +137,7 @@ async fn golden_transcripts_match_on_the_pinned_version() {
     for name in golden {
         let ran = run(&target, name).await;
         let record = runner::Cell {
+            perf: Default::default(),
             golden: codex_parity::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,
@@ -178,6 +179,7 @@ async fn real_transcript_diff_between_oldest_and_newest() {
         let target = support::target_of(binary.clone()).await;
         let ran = run(&target, "smoke_uses_mock_responses").await;
         records.push(runner::Cell {
+            perf: Default::default(),
             golden: codex_parity::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,

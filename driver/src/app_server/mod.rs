@@ -13,5 +13,6 @@ pub mod proxy;
 pub mod requests;
 pub mod transcript;
 pub mod turn;
+pub mod usage;
 
 pub use client::*;

@@ -7,11 +7,13 @@ use std::time::Instant;
 use anyhow::Context;
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::harness::bisect::{self, Bisection, Finding, Fingerprint};
+use codex_parity::harness::bisect::{self, Bisection, Finding, Fingerprint, PerfKey};
+use codex_parity::harness::perf::Metric;
 use codex_parity::harness::scenario::Scenario;
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::plan::{Options, Plan, PlanBuilder};
 
+use crate::cli::matrix::PerfArgs;
 use crate::cli::sources::ScenarioSources;
 
 /// How many characters of an observed value a probe line shows.
@@ -33,6 +35,23 @@ pub(crate) struct BisectArgs {
     /// Keep each probe's temporary directory (CODEX_HOME, workspace) and print where.
     #[arg(long)]
     keep: bool,
+    /// Bisect on a measurement of a performance scenario (group P) instead of its outcome:
+    /// `wall`, `cpu` or `rss`. A release is "slower" when its ratio to the reference (of
+    /// its own probe, on its largest home) is more than --perf-factor times the good
+    /// release's; the search finds the first slower one.
+    #[arg(long, value_name = "METRIC", value_parser = ["wall", "cpu", "rss"])]
+    perf_key: Option<String>,
+    /// With --perf-key: how many times the good release's ratio makes a release slower.
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 2.0,
+        requires = "perf_key"
+    )]
+    perf_factor: f64,
+    /// Group P's settings for each probe.
+    #[command(flatten)]
+    perf: PerfArgs,
     /// Scenario files and extra baselines (the scenario may be one of the files).
     #[command(flatten)]
     sources: ScenarioSources,
@@ -43,6 +62,9 @@ impl BisectArgs {
     pub(crate) fn options(&self) -> Options {
         Options {
             keep: self.keep,
+            perf: self.perf.options(),
+            // Its --filter picks one scenario of all of them, group P's too.
+            with_opt_in: true,
             ..self.sources.apply(Options::default())
         }
     }
@@ -83,11 +105,30 @@ pub(crate) async fn bisect(args: BisectArgs) -> anyhow::Result<ExitCode> {
     let cache = Cache::from_env()?;
     // Both ends are probed first and again compared against: never evicted by the cap.
     install::reserve(&cache, &[args.good.clone(), args.bad.clone()]);
+    let perf_key = match &args.perf_key {
+        Some(name) => {
+            anyhow::ensure!(
+                scenario.id.starts_with('P'),
+                "--perf-key bisects a performance scenario (group P); {} ({}) measures nothing",
+                scenario.name,
+                scenario.id
+            );
+            anyhow::ensure!(
+                args.perf_factor > 1.0,
+                "--perf-factor {} is not above 1",
+                args.perf_factor
+            );
+            let metric = Metric::parse(name).context("--perf-key")?;
+            Some(PerfKey::new(metric, args.perf_factor))
+        }
+        None => None,
+    };
     let prober = Prober {
         scenario,
         builder,
         cache,
         sidecar: SidecarLauncher::current_exe()?,
+        perf_key,
     };
     let count = std::cell::Cell::new(0);
     let result = bisect::bisect(&releases, |version| {
@@ -131,6 +172,7 @@ struct Prober {
     builder: PlanBuilder,
     cache: Cache,
     sidecar: SidecarLauncher,
+    perf_key: Option<PerfKey>,
 }
 
 impl Prober {
@@ -151,9 +193,15 @@ impl Prober {
             .first()
             .with_context(|| format!("no target prepared for codex {version}"))?;
         let ran = plan.run_one(&self.scenario, target).await;
-        let fingerprint = Fingerprint::of(&ran);
+        let (fingerprint, measured) = match &self.perf_key {
+            Some(key) => {
+                let (f, text) = key.classify(&ran);
+                (f, format!(" {text}"))
+            }
+            None => (Fingerprint::of(&ran), String::new()),
+        };
         println!(
-            "probe {n}: {version:<9} {}  ({:.1} s run, {:.1} s install or cache)",
+            "probe {n}: {version:<9} {}{measured}  ({:.1} s run, {:.1} s install or cache)",
             fingerprint.summary(VALUE_WIDTH),
             ran.duration.as_secs_f64(),
             installed.as_secs_f64()

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use codex_parity::codex::binaries::{self, CodexBinary};
 use codex_parity::codex::install::{self, Cache, StderrProgress};
 use codex_parity::codex::versions;
-use codex_parity::plan::Options;
+use codex_parity::plan::{Options, PerfOptions};
 
 use crate::cli::sources::ScenarioSources;
 
@@ -48,6 +48,67 @@ pub(crate) struct MatrixArgs {
     /// Scenarios run at once (default: four per core, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub(crate) jobs: Option<usize>,
+    /// The performance scenarios' settings.
+    #[command(flatten)]
+    pub(crate) perf: PerfArgs,
+}
+
+/// The settings of the performance scenarios (group P, `--filter P`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct PerfArgs {
+    /// The binary group P holds every measurement against, measured in the same run: a
+    /// version (installed from npm) or a path to a codex binary. Default: the pinned
+    /// version.
+    #[arg(long, value_name = "VERSION|PATH")]
+    pub(crate) perf_reference: Option<String>,
+    /// Repetitions of each binary per measurement, interleaved with the reference's; the
+    /// medians are judged (default 3).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub(crate) perf_reps: Option<u32>,
+    /// The size of group P's homes as a multiple of the catalogue's (1: 1,000 and 10,000
+    /// threads, a rollout of 20,000 records; 0.1 for a quick look, a sweep's default).
+    #[arg(long, value_name = "FACTOR", value_parser = parse_scale)]
+    pub(crate) perf_scale: Option<u32>,
+}
+
+impl PerfArgs {
+    /// The plan's performance options.
+    pub(crate) fn options(&self) -> PerfOptions {
+        PerfOptions {
+            reference: self.perf_reference.clone(),
+            repetitions: self.perf_reps.map(|n| n as usize),
+            scale_permille: self.perf_scale,
+        }
+    }
+
+    /// The same settings as arguments, for a child `codex-parity run` (a sweep's).
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(r) = &self.perf_reference {
+            args.extend(["--perf-reference".to_string(), r.clone()]);
+        }
+        if let Some(n) = self.perf_reps {
+            args.extend(["--perf-reps".to_string(), n.to_string()]);
+        }
+        if let Some(s) = self.perf_scale {
+            args.extend([
+                "--perf-scale".to_string(),
+                format!("{}", f64::from(s) / 1000.0),
+            ]);
+        }
+        args
+    }
+}
+
+/// `--perf-scale FACTOR`: a number from 0.001 to 100, kept in thousandths.
+fn parse_scale(text: &str) -> Result<u32, String> {
+    let f: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number (e.g. 1, 0.1)"))?;
+    if !(0.001..=100.0).contains(&f) {
+        return Err(format!("{text} is outside 0.001..100"));
+    }
+    Ok((f * 1000.0).round() as u32)
 }
 
 /// A count of at least 1 (`--jobs 0` would run nothing, or one at a time, unsaid).
@@ -65,6 +126,7 @@ impl MatrixArgs {
         Options {
             filter: self.filter.clone(),
             jobs: self.jobs,
+            perf: self.perf.options(),
             ..self.sources.apply(Options::default())
         }
     }

@@ -95,6 +95,7 @@ mod tests {
             Options {
                 filter: None,
                 strict: false,
+                with_opt_in: true,
                 ..told()
             }
         );
@@ -126,5 +127,49 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(args.options().shard, Shard { index: 2, count: 3 });
+    }
+
+    #[test]
+    fn perf_settings_parse_into_options_and_back_into_arguments() {
+        let Command::Run(args) = parse(&[
+            "run",
+            "--filter",
+            "P",
+            "--perf-reference",
+            "0.161.0",
+            "--perf-reps",
+            "5",
+            "--perf-scale",
+            "0.1",
+        ]) else {
+            panic!("not run")
+        };
+        let options = args.options();
+        assert_eq!(
+            options.perf,
+            codex_parity::plan::PerfOptions {
+                reference: Some("0.161.0".into()),
+                repetitions: Some(5),
+                scale_permille: Some(100),
+            }
+        );
+        assert_eq!(
+            args.matrix.perf.to_args(),
+            [
+                "--perf-reference",
+                "0.161.0",
+                "--perf-reps",
+                "5",
+                "--perf-scale",
+                "0.1"
+            ]
+        );
+        let settings = options.perf.settings(None);
+        assert_eq!((settings.repetitions, settings.scale), (5, 0.1));
+        for bad in ["0", "1000", "fast"] {
+            let err = Cli::try_parse_from(["codex-parity", "run", "--perf-scale", bad]);
+            assert!(err.is_err(), "{bad}");
+        }
+        assert!(Cli::try_parse_from(["codex-parity", "run", "--perf-reps", "0"]).is_err());
     }
 }

@@ -20,7 +20,7 @@ use crate::cli::matrix::{MatrixArgs, binaries_for};
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
-    matrix: MatrixArgs,
+    pub(crate) matrix: MatrixArgs,
     /// Keep each scenario's temporary directory (CODEX_HOME, workspace) and print where;
     /// each world's transcript (what codex sent the client, normalised) is left in it as
     /// transcript.json.

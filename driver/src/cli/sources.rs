@@ -60,7 +60,11 @@ impl ScenarioSources {
 
     /// The scenarios these arguments select (every problem of every file at once).
     pub(crate) fn load(&self) -> anyhow::Result<Vec<Scenario>> {
-        let builder = Plan::builder(self.apply(Options::default()))?;
+        let options = Options {
+            with_opt_in: true,
+            ..self.apply(Options::default())
+        };
+        let builder = Plan::builder(options)?;
         Ok(builder.scenarios().to_vec())
     }
 }

@@ -23,12 +23,17 @@ use codex_parity::harness::baseline::Baselines;
 use codex_parity::harness::expectations::Expectations;
 use codex_parity::harness::pending;
 use codex_parity::plan::{Options, Plan};
-use codex_parity::report::{self, Matrix, audit};
+use codex_parity::report::{self, Matrix, audit, perf_table};
 
+use crate::cli::matrix::PerfArgs;
 use crate::cli::run::stop_signal;
 
 /// The default cap of the cache during a sweep: a dozen releases.
 const DEFAULT_CACHE_MAX: &str = "4G";
+
+/// The scale of group P's homes in a sweep unless `--perf-scale` says otherwise (thousandths:
+/// 100 and 1,000 threads, a rollout of 1,999 records): a minute a release, not several.
+const SWEEP_SCALE_PERMILLE: u32 = 100;
 
 /// The arguments of `sweep`.
 #[derive(Debug, clap::Args)]
@@ -55,6 +60,14 @@ pub(crate) struct SweepArgs {
     /// Write the audit's table (docs/releases.md) to this file.
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
+    /// Write the performance table of group P (docs/performance-releases.md) to this file: each
+    /// release's ratios to the reference, growth exponents, the largest step between
+    /// consecutive releases (sweep with --filter P).
+    #[arg(long, value_name = "FILE")]
+    perf_table: Option<PathBuf>,
+    /// Group P's settings for each release's run (a sweep's default scale is 0.1).
+    #[command(flatten)]
+    perf: PerfArgs,
 }
 
 /// The arguments of `baselines audit`.
@@ -72,6 +85,9 @@ pub(crate) struct AuditArgs {
     /// entry whose reason says TODO.
     #[arg(long, value_name = "FILE")]
     suggest: Option<PathBuf>,
+    /// Write the performance table of group P (docs/performance-releases.md) to this file.
+    #[arg(long, value_name = "FILE")]
+    perf_table: Option<PathBuf>,
     /// Propose those baselines as a pending expectation (expected/baselines.json.pending in
     /// the checkout's fixtures, or --fixtures DIR) for `codex-parity review`.
     #[arg(long)]
@@ -145,6 +161,9 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         if let Some(jobs) = args.jobs {
             cmd.args(["--jobs", &jobs.to_string()]);
         }
+        let mut perf = args.perf.clone();
+        perf.perf_scale = perf.perf_scale.or(Some(SWEEP_SCALE_PERMILLE));
+        cmd.args(perf.to_args());
         if let Expectations::Dir(fixtures) = Expectations::current()? {
             cmd.arg("--fixtures").arg(fixtures);
         }
@@ -198,7 +217,10 @@ pub(crate) async fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     audit_dirs(
         &dirs,
         &published,
-        args.table.as_deref(),
+        Tables {
+            releases: args.table.as_deref(),
+            perf: args.perf_table.as_deref(),
+        },
         None,
         false,
         &args.out,
@@ -221,7 +243,10 @@ pub(crate) async fn baselines_audit(args: AuditArgs) -> anyhow::Result<ExitCode>
     audit_dirs(
         &dirs,
         &published,
-        args.table.as_deref(),
+        Tables {
+            releases: args.table.as_deref(),
+            perf: args.perf_table.as_deref(),
+        },
         args.suggest.as_deref(),
         args.bless,
         &shown,
@@ -288,12 +313,20 @@ fn expand(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Audits the results in `dirs` (see [`audit::audit`]), prints it, writes the table; exit 0
+/// The tables an audit writes.
+struct Tables<'a> {
+    /// docs/releases.md.
+    releases: Option<&'a Path>,
+    /// docs/performance.md.
+    perf: Option<&'a Path>,
+}
+
+/// Audits the results in `dirs` (see [`audit::audit`]), prints it, writes the tables; exit 0
 /// when nothing was found and no cell fails, 1 otherwise.
 fn audit_dirs(
     dirs: &[PathBuf],
     published: &[String],
-    table: Option<&Path>,
+    tables: Tables<'_>,
     suggest: Option<&Path>,
     bless: bool,
     shown: &Path,
@@ -336,13 +369,38 @@ fn audit_dirs(
         found.counts.len(),
         found.findings.len()
     );
-    if let Some(path) = table {
+    if let Some(path) = tables.releases {
         let command = format!(
             "codex-parity baselines audit {} --table {}",
             shown.display(),
             path.display()
         );
         std::fs::write(path, audit::table(&found, &command))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    let steps = perf_table::steps(&matrix);
+    if !steps.is_empty() {
+        println!("largest step between consecutive releases, per measurement and metric:");
+        for s in &steps {
+            println!(
+                "  {:<10} {:<5} {} -> {}: {:.2}x  ({})",
+                s.column,
+                s.metric.name(),
+                s.from,
+                s.to,
+                s.step,
+                s.label
+            );
+        }
+    }
+    if let Some(path) = tables.perf {
+        let command = format!(
+            "codex-parity baselines audit {} --perf-table {}",
+            shown.display(),
+            path.display()
+        );
+        std::fs::write(path, perf_table::table(&matrix, &command))
             .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }

@@ -15,6 +15,7 @@ use crate::codex::app_server_flags::AppServerFlags;
 use crate::codex::binaries::CodexBinary;
 use crate::codex::conformance::Conformance;
 use crate::codex::exec_flags::ExecFlags;
+use crate::codex::help::Help;
 use crate::codex::schema::{Schema, TypeDef};
 use crate::codex::schema_cache;
 
@@ -45,6 +46,9 @@ pub struct Capabilities {
     /// What `codex app-server` offers besides stdio; `None` when its help could not be read
     /// (said on stderr).
     pub app_server: Option<AppServerFlags>,
+    /// What `codex --help` lists (its subcommands: `migrate-rollouts`, …); `None` when it
+    /// could not be read (said on stderr).
+    pub codex: Option<Help>,
 }
 
 impl Capabilities {
@@ -72,6 +76,13 @@ impl Capabilities {
                 binary.label()
             ),
         }
+        match Help::read(binary, &[]).await {
+            Ok(help) => caps.codex = Some(help),
+            Err(e) => eprintln!(
+                "codex-parity: {}: its subcommands are unknown: {e:#}",
+                binary.label()
+            ),
+        }
         match AppServerFlags::detect(binary).await {
             Ok(flags) => caps.app_server = Some(flags),
             Err(e) => eprintln!(
@@ -96,6 +107,7 @@ impl Capabilities {
             conformance: None,
             exec: None,
             app_server: None,
+            codex: None,
         }
     }
 
@@ -307,6 +319,19 @@ impl Capabilities {
         self.exec
             .as_ref()
             .ok_or_else(|| "the help of codex exec could not be read".to_string())
+    }
+
+    /// `codex --help` lists the subcommand `command` (`migrate-rollouts`; group P).
+    pub fn needs_codex_command(&self, command: &str) -> Result<(), String> {
+        let help = self
+            .codex
+            .as_ref()
+            .ok_or_else(|| "the help of codex could not be read".to_string())?;
+        if help.commands.contains(command) {
+            Ok(())
+        } else {
+            Err(format!("`codex --help` lists no {command} subcommand"))
+        }
     }
 
     /// `codex app-server --listen` supports `scheme` (`ws`, `unix`; group I).

@@ -420,6 +420,7 @@ mod tests {
         .unwrap();
         let record = |scenario: &'static str, outcome: Outcome| Cell {
             // Only the request-shape scenarios declare golden requests.
+            perf: Default::default(),
             golden: crate::harness::scenario::GoldenKinds {
                 requests: scenario.starts_with("request_shape"),
                 transcript: false,

@@ -193,6 +193,7 @@ mod tests {
             json!({"turn": {"status": status}}),
         );
         Cell {
+            perf: Default::default(),
             golden: crate::harness::scenario::GoldenKinds {
                 requests: false,
                 transcript: true,

@@ -209,6 +209,7 @@ mod tests {
 
     fn record(scenario: &'static str, version: &str, requests: Vec<CapturedRequest>) -> Cell {
         Cell {
+            perf: Default::default(),
             golden: crate::harness::scenario::GoldenKinds::default(),
             scenario,
             id: "E1",

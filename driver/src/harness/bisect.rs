@@ -22,6 +22,7 @@ use anyhow::{Result, bail};
 pub use crate::codex::install::between;
 
 use crate::harness::outcome::{Drift, Outcome, OutcomeKind};
+use crate::harness::perf::Metric;
 use crate::harness::runner::Ran;
 
 /// What a scenario run did on one release, as bisect compares it: the status and the drift.
@@ -91,6 +92,52 @@ fn cut(text: &str, width: usize) -> String {
         let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
         short.push('…');
         short
+    }
+}
+
+/// A bisection on a measurement (`--perf-key`): the metric, the factor, and the good
+/// release's ratio to the reference once probed (the first probe).
+pub struct PerfKey {
+    metric: Metric,
+    factor: f64,
+    good: std::sync::Mutex<Option<f64>>,
+}
+
+impl PerfKey {
+    /// A key on `metric`: slower at more than `factor` times the good release's ratio.
+    pub fn new(metric: Metric, factor: f64) -> PerfKey {
+        PerfKey {
+            metric,
+            factor,
+            good: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The fingerprint of a probe by its measurement: `slower` when its ratio is more than
+    /// the factor times the good release's, `as good` otherwise (the first probe, the good
+    /// release, sets the mark); the text for the probe's line. A run that measured nothing
+    /// keeps its outcome's fingerprint.
+    pub fn classify(&self, ran: &Ran) -> (Fingerprint, String) {
+        let Some(m) = ran.perf.measurements.iter().max_by_key(|m| m.size) else {
+            return (Fingerprint::of(ran), "measured nothing".to_string());
+        };
+        let r = m.ratio.get(self.metric);
+        let mark = *crate::lock(&self.good).get_or_insert(r);
+        let step = crate::harness::perf::ratio(r, mark);
+        let status = if step > self.factor {
+            "slower"
+        } else {
+            "as good"
+        };
+        let text = format!(
+            "{} {:.2}x the reference {} ({} {}), {step:.2}x the good release's",
+            self.metric.name(),
+            r,
+            m.reference,
+            m.candidate.get(self.metric),
+            self.metric.unit()
+        );
+        (Fingerprint::new(status, &[]), text)
     }
 }
 
@@ -388,5 +435,64 @@ mod tests {
     fn bisect_of_one_release_is_an_error() {
         let probe = |_: String| async { Ok('G') };
         assert!(block_on(bisect(&releases(1), probe)).is_err());
+    }
+
+    /// A run that measured `small_ms` on 1,000 threads and `large_ms` on 10,000, against a
+    /// reference at 100 ms on both.
+    fn perf_ran(small_ms: u64, large_ms: u64) -> Ran {
+        let usage = |ms| crate::harness::perf::Usage {
+            wall: std::time::Duration::from_millis(ms),
+            cpu: std::time::Duration::from_millis(ms),
+            peak_rss_kib: 1024,
+        };
+        let at = |size, ms| {
+            crate::harness::perf::Measurement::new(
+                &crate::harness::perf::Subject {
+                    what: "thread/list all pages".into(),
+                    size,
+                    unit: "threads",
+                    layout: "legacy",
+                    reference: "0.171.0".into(),
+                    budget: 1.5,
+                },
+                &[usage(100)],
+                &[usage(ms)],
+            )
+        };
+        Ran {
+            outcome: crate::harness::outcome::Outcome::Passed,
+            duration: std::time::Duration::ZERO,
+            requests: Vec::new(),
+            observations: Vec::new(),
+            transcripts: Vec::new(),
+            checked: None,
+            drift: Vec::new(),
+            failure: None,
+            perf: crate::harness::perf::Perf {
+                measurements: vec![at(10_000, large_ms), at(1_000, small_ms)],
+                growth: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_probe_is_slower_when_its_largest_home_is_over_the_factor_of_the_good_one() {
+        let key = PerfKey::new(Metric::Wall, 2.0);
+        // The good release sets the mark (1.5x the reference on 10,000 threads).
+        let (good, text) = key.classify(&perf_ran(100, 150));
+        assert_eq!(good.status, "as good");
+        assert!(text.contains("wall 1.50x the reference 0.171.0"), "{text}");
+        // Twice as slow as the good one is not more than the factor; three times is, and the
+        // smaller home does not count.
+        assert_eq!(key.classify(&perf_ran(900, 300)).0.status, "as good");
+        let (slow, text) = key.classify(&perf_ran(100, 451));
+        assert_eq!(slow.status, "slower");
+        assert!(text.contains("3.01x the good release's"), "{text}");
+        // A run that measured nothing keeps its outcome.
+        let mut failed = perf_ran(100, 100);
+        failed.perf = Default::default();
+        failed.failure = Some("no reference".into());
+        failed.outcome = crate::harness::outcome::Outcome::Failed("no reference".into());
+        assert_eq!(key.classify(&failed).0.status, "FAIL");
     }
 }

@@ -20,6 +20,7 @@ pub mod guard;
 pub mod home_template;
 pub mod outcome;
 pub mod pending;
+pub mod perf;
 pub mod run_dir;
 pub mod runner;
 pub mod scenario;

@@ -19,6 +19,7 @@ use crate::harness::baseline::{Baseline, Baselines};
 use crate::harness::conformance::{self, Checked};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
+use crate::harness::perf::Perf;
 use crate::harness::scenario::{Ctx, GoldenKinds, Scenario};
 use crate::harness::shard::Shard;
 use crate::harness::tally::{Connection, Tally};
@@ -106,6 +107,8 @@ pub struct Ran {
     pub drift: Vec<Drift>,
     /// Why it failed, before the baseline judged its drift; `None` when it got to the end.
     pub failure: Option<String>,
+    /// What it measured (performance scenarios; empty for the others).
+    pub perf: Perf,
 }
 
 /// Runs one scenario on one target, with its timeout, and judges it against the target's
@@ -122,6 +125,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
             checked: None,
             drift: Vec::new(),
             failure: None,
+            perf: Perf::default(),
         };
     }
     let ctx = Ctx::new(
@@ -175,6 +179,7 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target, settings: Arc<Se
         checked,
         drift,
         failure,
+        perf: std::mem::take(&mut *lock(&ctx.tally().perf)),
     }
 }
 
@@ -227,6 +232,8 @@ pub struct Cell {
     pub failure: Option<String>,
     /// The golden expectations the scenario keeps.
     pub golden: GoldenKinds,
+    /// What it measured (see [`Ran::perf`]).
+    pub perf: Perf,
 }
 
 impl Cell {
@@ -254,6 +261,7 @@ impl Cell {
             drift: Vec::new(),
             failure: None,
             golden: scenario.golden,
+            perf: Perf::default(),
         }
     }
 }
@@ -311,7 +319,8 @@ pub async fn run_shard_until(
     on_progress: Arc<dyn Fn(Progress) + Send + Sync>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Finished {
-    let limit = Arc::new(Semaphore::new(jobs.max(1)));
+    let slots = u32::try_from(jobs.max(1)).unwrap_or(u32::MAX);
+    let limit = Arc::new(Semaphore::new(slots as usize));
     let jobs = planned(targets, scenarios, shard);
     let running: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
     // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
@@ -324,7 +333,9 @@ pub async fn run_shard_until(
         let (limit, on_progress, settings) = (limit.clone(), on_progress.clone(), settings.clone());
         let running = running.clone();
         let handle = set.spawn(async move {
-            let _permit = limit.acquire_owned().await;
+            // A scenario that measures runs alone: it takes every slot.
+            let wanted = if scenario.exclusive { slots } else { 1 };
+            let _permit = limit.acquire_many_owned(wanted).await;
             lock(&running).insert(i);
             on_progress(Progress::Started {
                 scenario: scenario.name,
@@ -339,6 +350,7 @@ pub async fn run_shard_until(
             record.checked = ran.checked;
             record.drift = ran.drift;
             record.failure = ran.failure;
+            record.perf = ran.perf;
             on_progress(Progress::Finished(Box::new(record.clone())));
             (i, record)
         });

@@ -13,6 +13,7 @@ use crate::app_server::turn::{Turn, TurnStatus};
 use crate::codex::binaries::CodexBinary;
 use crate::codex::capabilities::Capabilities;
 use crate::harness::outcome::Drift;
+use crate::harness::perf::{Growth, Measurement};
 pub use crate::harness::tally::Tally;
 use crate::harness::world::{Listen, Settings, Transport, World, WorldOptions};
 
@@ -53,6 +54,10 @@ pub struct Scenario {
     pub listen: Listen,
     /// The golden expectations it keeps, declared with the scenario.
     pub golden: GoldenKinds,
+    /// Whether it runs alone: no other scenario of the run runs beside it (the performance
+    /// scenarios, whose measurements another scenario's codex would disturb; see
+    /// [`Scenario::exclusive`]).
+    pub exclusive: bool,
 }
 
 /// Which golden expectations a scenario keeps: its normalised model requests
@@ -104,6 +109,7 @@ impl Scenario {
             transport: Transport::Http,
             listen: Listen::Stdio,
             golden: GoldenKinds::default(),
+            exclusive: false,
         }
     }
 
@@ -150,6 +156,13 @@ impl Scenario {
     /// run.
     pub fn golden_transcript(mut self) -> Scenario {
         self.golden.transcript = true;
+        self
+    }
+
+    /// The same scenario run alone: the runner starts it only when every job slot is free
+    /// and starts nothing else until it ends.
+    pub fn exclusive(mut self) -> Scenario {
+        self.exclusive = true;
         self
     }
 
@@ -258,6 +271,18 @@ impl Ctx {
     /// value (`fixtures/expected/baselines.json`, see [`crate::harness::baseline`]).
     pub fn drift(&self, key: &str, observed: serde_json::Value, message: impl Into<String>) {
         self.tally.drift(Drift::new(key, observed, message));
+    }
+
+    /// Records what a performance scenario measured of one operation on both sides (see
+    /// [`crate::harness::perf`]): it lands in the record and `results.json` whatever the
+    /// scenario's outcome.
+    pub fn measured(&self, measurement: Measurement) {
+        crate::lock(&self.tally.perf).measurements.push(measurement);
+    }
+
+    /// Records how an operation grew with the size of the home.
+    pub fn grew(&self, growth: Growth) {
+        crate::lock(&self.tally.perf).growth.push(growth);
     }
 
     /// A fresh world. The scenario must end it with [`World::finish`]. A scenario run over

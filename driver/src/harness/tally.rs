@@ -10,6 +10,7 @@ use codex_parity_sidecar::captured::CapturedRequest;
 
 use crate::app_server::transcript::Sent;
 use crate::harness::outcome::Drift;
+use crate::harness::perf::Perf;
 use crate::harness::sidecar::SidecarHealth;
 use crate::lock;
 
@@ -31,6 +32,8 @@ pub struct Tally {
     pub worlds: AtomicUsize,
     /// What each app-server of each world sent to the client, world after world.
     pub transcripts: Mutex<Vec<Connection>>,
+    /// What a performance scenario measured (see [`crate::harness::perf`]).
+    pub perf: Mutex<Perf>,
 }
 
 /// What one `codex app-server` of a world sent to the client.

@@ -28,6 +28,7 @@ use crate::harness::codex_env::{self, codex_env};
 use crate::harness::egress_trap::EgressTrap;
 use crate::harness::home_template::{self, HomeTemplate};
 use crate::harness::outcome::Drift;
+use crate::harness::perf::PerfSettings;
 use crate::harness::sidecar::{Sidecar, SidecarLauncher};
 use crate::harness::tally::{Connection, Tally};
 
@@ -158,6 +159,8 @@ pub struct Settings {
     /// `--bless`: golden-request checks are skipped, the run rewrites the golden files
     /// (see [`crate::drift::golden`]).
     pub bless: bool,
+    /// What the performance scenarios are told: the reference, repetitions, scale.
+    pub perf: PerfSettings,
 }
 
 impl Settings {
@@ -168,6 +171,7 @@ impl Settings {
             sidecar,
             keep,
             bless: false,
+            perf: PerfSettings::default(),
         }
     }
 }

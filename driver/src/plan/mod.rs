@@ -20,8 +20,11 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::codex::binaries::CodexBinary;
+use crate::codex::binaries::OneBinary;
+use crate::codex::versions;
 use crate::harness::baseline::{self, Baselines};
 use crate::harness::expectations::Expectations;
+use crate::harness::perf::{self, PerfSettings};
 use crate::harness::runner::{self, Ran, Target};
 use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
@@ -29,6 +32,7 @@ use crate::harness::sidecar::SidecarLauncher;
 use crate::harness::world::Settings;
 use crate::scenario_file;
 use crate::scenarios;
+use crate::scenarios::catalogue;
 
 /// The environment variable that keeps each world's directories in the libtest harness
 /// (`--keep` of `run`).
@@ -56,6 +60,55 @@ pub struct Options {
     pub shard: Shard,
     /// Scenarios run at once; `None` for [`runner::default_jobs`].
     pub jobs: Option<usize>,
+    /// What the performance scenarios (group P) are told.
+    pub perf: PerfOptions,
+    /// Keep the groups a run leaves out unless a filter selects them
+    /// ([`catalogue::OPT_IN`]) without a filter too (`list` shows every scenario).
+    pub with_opt_in: bool,
+}
+
+/// What a user sets for the performance scenarios (`--perf-reference`, `--perf-reps`,
+/// `--perf-scale`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerfOptions {
+    /// The reference binary: a version (installed from npm) or a path; `None` for the
+    /// pinned version.
+    pub reference: Option<String>,
+    /// Repetitions of each side; `None` for [`perf::DEFAULT_REPETITIONS`].
+    pub repetitions: Option<usize>,
+    /// The size of the homes in thousandths of the catalogue's; `None` for 1000 (1,000 and
+    /// 10,000 threads, a rollout of 20,000 records).
+    pub scale_permille: Option<u32>,
+}
+
+impl PerfOptions {
+    /// The binary the measurements are held against: `reference` resolved (a version
+    /// installed on first use), else the pinned version.
+    pub async fn reference_binary(&self) -> anyhow::Result<CodexBinary> {
+        let one = match &self.reference {
+            None => OneBinary::default(),
+            Some(r) if versions::is_version(r) || r == "latest" => OneBinary::version(r),
+            Some(path) => OneBinary {
+                path: Some(PathBuf::from(path)),
+                version: None,
+            },
+        };
+        one.resolve().await.with_context(|| {
+            format!(
+                "resolving the reference binary of the performance scenarios ({})",
+                self.reference.as_deref().unwrap_or("the pinned version")
+            )
+        })
+    }
+
+    /// The settings of a run whose reference is `reference`.
+    pub fn settings(&self, reference: Option<CodexBinary>) -> PerfSettings {
+        PerfSettings {
+            reference,
+            repetitions: self.repetitions.unwrap_or(perf::DEFAULT_REPETITIONS).max(1),
+            scale: f64::from(self.scale_permille.unwrap_or(1000)) / 1000.0,
+        }
+    }
 }
 
 impl Default for Options {
@@ -70,6 +123,8 @@ impl Default for Options {
             bless: false,
             shard: Shard::ALL,
             jobs: None,
+            perf: PerfOptions::default(),
+            with_opt_in: false,
         }
     }
 }
@@ -127,8 +182,15 @@ impl PlanBuilder {
         sidecar: SidecarLauncher,
     ) -> anyhow::Result<Plan> {
         let targets = runner::prepare(binaries, &Baselines::builtin()?).await?;
+        // The performance scenarios hold every measurement against one reference binary.
+        let reference = if self.scenarios.iter().any(catalogue::opt_in) {
+            Some(self.options.perf.reference_binary().await?)
+        } else {
+            None
+        };
         let settings = Settings {
             bless: self.options.bless,
+            perf: self.options.perf.settings(reference),
             ..Settings::new(sidecar, self.options.keep)
         };
         let mut plan = Plan {
@@ -201,6 +263,9 @@ impl Plan {
                 !scenarios.is_empty(),
                 "no scenario matches --filter {f}; `codex-parity list` shows them"
             );
+        } else if !options.with_opt_in {
+            // The groups that take minutes run only when a filter selects them.
+            scenarios.retain(|s| !catalogue::opt_in(s));
         }
         if options.bless {
             Expectations::current()?.bless_dir()?;
@@ -267,7 +332,20 @@ mod tests {
     #[test]
     fn the_builder_filters_loads_files_and_refuses_what_selects_nothing() {
         let all = Plan::builder(Options::default()).unwrap();
-        assert_eq!(all.scenarios().len(), scenarios::registry().len());
+        let opt_in = scenarios::registry()
+            .iter()
+            .filter(|s| catalogue::opt_in(s))
+            .count();
+        assert!(opt_in > 0);
+        assert_eq!(all.scenarios().len(), scenarios::registry().len() - opt_in);
+        assert!(all.scenarios().iter().all(|s| !s.id.starts_with('P')));
+        // A filter selects an opt-in group.
+        let p = Plan::builder(Options {
+            filter: Some("P".into()),
+            ..Options::default()
+        })
+        .unwrap();
+        assert_eq!(p.scenarios().len(), opt_in);
         let group = Plan::builder(Options {
             filter: Some("A".into()),
             ..Options::default()

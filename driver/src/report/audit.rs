@@ -457,6 +457,11 @@ fn hull(all: &[String], set: &[String]) -> Vec<String> {
     all[first..=last].to_vec()
 }
 
+/// The line of `docs/releases.md` that points at the performance table of group P.
+const PERFORMANCE_LINK: &str = "How each release performs on a big home (group P, which the \
+     default catalogue leaves out) is in [performance-releases.md](performance-releases.md), \
+     from a sweep of that group ([performance.md](performance.md) says how).\n\n";
+
 /// The audit as the Markdown of `docs/releases.md`: outcome counts per release, the cells
 /// that fail, the findings, and where each entry's drift was seen. `command` is how it was
 /// made (said at the top, so the file says how to make it again).
@@ -473,6 +478,7 @@ pub fn table(audit: &Audit, command: &str) -> String {
          then `{command}` (`sweep --table` does both).\n\n",
         audit.counts.len()
     ));
+    md.push_str(PERFORMANCE_LINK);
     md.push_str("## Outcomes per release\n\n");
     md.push_str("| release | passed | drift | contradicts | failed | n/a |\n");
     md.push_str("|---|---|---|---|---|---|\n");
@@ -593,6 +599,7 @@ mod tests {
                 },
                 failure: None,
                 exercised: Default::default(),
+                perf: Default::default(),
             })
             .collect();
         Matrix {

@@ -119,6 +119,7 @@ mod tests {
             drift: Vec::new(),
             failure: None,
             exercised: Default::default(),
+            perf: Default::default(),
         };
         let matrix = Matrix {
             shard: None,

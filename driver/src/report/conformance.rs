@@ -140,6 +140,7 @@ mod tests {
             drift: Vec::new(),
             failure: None,
             exercised: Default::default(),
+            perf: Default::default(),
         }
     }
 

@@ -30,7 +30,11 @@
 //! sweep's results say what each release did whatever the baselines then said
 //! (`codex-parity baselines audit` reads them and judges again); `exercised` the client
 //! requests (each with `result`, `error` or `unanswered`), notifications, server requests
-//! and exec events its worlds exercised. `coverage` holds, per binary, those exercised by
+//! and exec events its worlds exercised; `perf` what a performance scenario (group P)
+//! measured: each operation's `measurements` (the medians of both sides, `candidate` and
+//! `baseline` (the reference), their `ratio` and the scenario's `budget`) and the `growth`
+//! exponents from the smaller home to the larger (see `crate::harness::perf`). `coverage` holds,
+//! per binary, those exercised by
 //! any scenario out of the methods its schema lists (see [`crate::report::coverage`]);
 //! reading a file back takes the lists from it and counts again from the records, so a
 //! merge counts every shard's scenarios. `codex` and
@@ -49,6 +53,7 @@ use crate::harness::conformance::Checked;
 use crate::harness::coverage::{Exercised, Protocol};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::{KnownDrift, Outcome, OutcomeKind};
+use crate::harness::perf::Perf;
 use crate::harness::shard::Shard;
 
 /// The version of the file's shape: 3 added `coverage` and each record's `exercised`.
@@ -108,6 +113,8 @@ struct ResultJson {
     failure: Option<String>,
     #[serde(default, skip_serializing_if = "Exercised::is_empty")]
     exercised: Exercised,
+    #[serde(default, skip_serializing_if = "Perf::is_empty")]
+    perf: Perf,
 }
 
 /// The matrix as `results.json` text (pretty, with a final newline).
@@ -164,6 +171,7 @@ fn record(matrix: &Matrix, e: &Entry) -> ResultJson {
         drift: e.drift.clone(),
         failure: e.failure.as_deref().map(super::strip_escapes),
         exercised: e.exercised.clone(),
+        perf: e.perf.clone(),
     }
 }
 
@@ -255,6 +263,7 @@ pub fn parse(text: &str) -> anyhow::Result<Matrix> {
             drift: r.drift,
             failure: r.failure,
             exercised: r.exercised,
+            perf: r.perf,
         });
     }
     let mut matrix = Matrix { entries, ..matrix };

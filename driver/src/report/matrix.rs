@@ -12,6 +12,7 @@ use crate::harness::conformance::Checked;
 use crate::harness::coverage::{Exercised, Protocol};
 use crate::harness::outcome::Drift;
 use crate::harness::outcome::Outcome;
+use crate::harness::perf::Perf;
 use crate::harness::runner::Cell;
 use crate::harness::scenario::Scenario;
 use crate::harness::shard::Shard;
@@ -62,6 +63,8 @@ pub struct Entry {
     pub failure: Option<String>,
     /// What its worlds exercised of the protocol (see [`crate::harness::coverage`]).
     pub exercised: Exercised,
+    /// What it measured (performance scenarios, see [`crate::harness::perf`]).
+    pub perf: Perf,
 }
 
 /// Counts of one column's outcomes.
@@ -132,6 +135,7 @@ impl Matrix {
                 drift: r.drift.clone(),
                 failure: r.failure.clone(),
                 exercised: Exercised::of(&r.transcripts),
+                perf: r.perf.clone(),
             })
             .collect();
         let mut matrix = Matrix {
@@ -419,6 +423,7 @@ pub(crate) mod tests {
             },
             failure: (s == "gamma").then(|| "timed out".to_string()),
             exercised: sample_exercised(s, v),
+            perf: Default::default(),
         };
         Matrix {
             shard: None,

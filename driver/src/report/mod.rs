@@ -16,6 +16,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod matrix;
+pub mod perf_table;
 pub mod sections;
 pub mod sinks;
 pub mod terminal;

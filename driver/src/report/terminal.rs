@@ -227,6 +227,7 @@ mod tests {
     fn progress_counts_per_binary() {
         let p = Progress::new([("codex-a", 2), ("codex-b", 1)]);
         let record = |label: &str| Cell {
+            perf: Default::default(),
             golden: crate::harness::scenario::GoldenKinds::default(),
             scenario: "streaming_deltas",
             id: "A2",

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 10] = [
+pub const GROUPS: [(&str, &str, &str); 11] = [
     (
         "A",
         "Executor and turn parity",
@@ -102,7 +102,31 @@ pub const GROUPS: [(&str, &str, &str); 10] = [
          transcript (kind `event`), so golden exec streams and `--transcript-diff` show \
          what changed from one version to the next.",
     ),
+    (
+        "P",
+        "Performance on a big home",
+        "How a release performs where integrators' histories are large: start-up, \
+         `thread/list` (first page, all pages), `thread/read` with and without turns, \
+         `thread/resume` and `thread/turns/list` of one rollout of 20,000 records, and the \
+         first turn after resume, on homes of 1,000 and 10,000 threads made offline and \
+         kept per release, in the legacy and (where the release migrates to it) the paginated \
+         layout. Each measures wall time, codex's CPU time and peak memory as the median of \
+         interleaved repetitions against a reference binary in the same run (the pinned \
+         version unless `--perf-reference` names another), and fails when a median is over \
+         the scenario's budget (1.5x) by more than a noise floor; growth with the home's \
+         size is reported as an exponent. Run with `--filter P` only: the group takes \
+         minutes, so the default run leaves it out (see docs/performance.md).",
+    ),
 ];
+
+/// The groups a run leaves out unless `--filter` selects them: they cost more than a minute
+/// (group P measures on homes of thousands of threads, several minutes a release).
+pub const OPT_IN: [&str; 1] = ["P"];
+
+/// Whether `scenario` belongs to a group of [`OPT_IN`].
+pub fn opt_in(scenario: &Scenario) -> bool {
+    group_of(scenario.id).is_some_and(|(prefix, ..)| OPT_IN.contains(prefix))
+}
 
 /// The group an id belongs to (its leading letter), if it is a catalogue group.
 pub fn group_of(id: &str) -> Option<&'static (&'static str, &'static str, &'static str)> {

@@ -38,6 +38,7 @@ pub mod mcp_elicitation;
 pub mod model_notices;
 pub mod overrides;
 pub mod paged_history;
+pub mod performance;
 pub mod plan_items;
 pub mod protocol;
 pub mod rate_limits;

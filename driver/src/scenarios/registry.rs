@@ -47,6 +47,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::app_server_faults::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
+        scenarios::performance::scenarios,
     ]
     .into_iter()
     .flat_map(|group| group())

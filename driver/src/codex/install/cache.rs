@@ -56,6 +56,12 @@ impl Cache {
         self.root.join(".locks").join(format!("{version}.lock"))
     }
 
+    /// The lock file of the processes using `version` (each holds it shared while it uses
+    /// the release; a removal takes it exclusively, never waiting).
+    pub(super) fn held_path(&self, version: &str) -> PathBuf {
+        self.root.join(".locks").join(format!("{version}.held"))
+    }
+
     /// The directory holding temporary install directories of `version`.
     pub(super) fn tmp_dir(&self, version: &str) -> PathBuf {
         self.root.join(".tmp").join(version)

@@ -106,8 +106,22 @@ pub async fn install(cache: &Cache, version: &str, progress: &dyn Progress) -> R
     install_with(cache, version, progress, &InstallOptions::default()).await
 }
 
-/// [`install`] with explicit options (another `npm`, another platform build).
+/// [`install`] with explicit options (another `npm`, another platform build). The release
+/// is then held for as long as this process lives ([`keep_held`]): no other process's
+/// prune removes a release a run is using, between its scenarios too.
 pub async fn install_with(
+    cache: &Cache,
+    version: &str,
+    progress: &dyn Progress,
+    options: &InstallOptions,
+) -> Result<CodexBinary> {
+    let binary = install_unheld(cache, version, progress, options).await?;
+    keep_held(cache, &binary.version);
+    Ok(binary)
+}
+
+/// [`install_with`] without the hold (the install lock, when taken, is released at its end).
+async fn install_unheld(
     cache: &Cache,
     version: &str,
     progress: &dyn Progress,

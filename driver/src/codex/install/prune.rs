@@ -8,7 +8,7 @@
 //! handed out, one being installed (its lock is held) or one the caller keeps. Whatever is
 //! removed is returned, to be printed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -76,6 +76,64 @@ pub fn reserve(cache: &Cache, versions: &[String]) {
     for v in versions {
         handed_out.insert(cache.version_dir(v));
     }
+}
+
+/// A hold on one cached release: while it lives, no prune of any process removes the
+/// release (a shared `flock` on its `.held` lock file, which a removal takes exclusively
+/// without waiting; the kernel releases it when the process dies). Installs do not take it,
+/// so a process holding a release never waits on itself. Taken by what uses a release's derived
+/// data
+/// without running its binary all along, e.g. the homes the performance scenarios prepare
+/// next to it.
+#[derive(Debug)]
+pub struct ReleaseHold {
+    _file: std::fs::File,
+}
+
+/// The releases this process holds until it exits (see [`keep_held`]), by lock file.
+static HELD: Mutex<BTreeMap<PathBuf, std::fs::File>> = Mutex::new(BTreeMap::new());
+
+/// Holds `version` in `cache` until this process exits (a [`ReleaseHold`] that is never
+/// dropped), unless another process is removing it right now (then nothing is held).
+pub fn keep_held(cache: &Cache, version: &str) {
+    let path = cache.held_path(version);
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let mut held = lock(&HELD);
+    if held.contains_key(&path) {
+        return;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path);
+    if let Ok(file) = file
+        && file.try_lock_shared().is_ok()
+    {
+        held.insert(path, file);
+    }
+}
+
+/// Holds `version` in `cache` (see [`ReleaseHold`]), waiting while it is being installed.
+pub async fn hold(cache: &Cache, version: &str) -> Result<ReleaseHold> {
+    let path = cache.held_path(version);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    let file = tokio::task::spawn_blocking(move || file.lock_shared().map(|()| file))
+        .await
+        .context("waiting for the release's lock")?
+        .with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(ReleaseHold { _file: file })
 }
 
 /// Parses a size: bytes, or a number with `K`, `M`, `G` or `T` (powers of 1000, an optional
@@ -245,7 +303,7 @@ pub fn prune(cache: &Cache, cap: Option<u64>, keep: &[String]) -> Result<Pruned>
                 pruned.bytes_after += r.bytes;
                 pruned
                     .spared
-                    .push((r, "being installed by another process".into()));
+                    .push((r, "being installed or held by another process".into()));
             }
             Err(e) => return Err(e),
         }
@@ -254,7 +312,8 @@ pub fn prune(cache: &Cache, cap: Option<u64>, keep: &[String]) -> Result<Pruned>
     Ok(pruned)
 }
 
-/// Removes one release under its install lock; false when another process holds the lock.
+/// Removes one release under its install lock; false when another process holds the lock
+/// (installing it, or holding it: [`hold`]).
 fn remove_release(cache: &Cache, release: &CachedRelease) -> Result<bool> {
     let lock_path = cache.lock_path(&release.version);
     if let Some(parent) = lock_path.parent() {
@@ -272,6 +331,21 @@ fn remove_release(cache: &Cache, release: &CachedRelease) -> Result<bool> {
         Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
         Err(std::fs::TryLockError::Error(e)) => {
             return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+        }
+    }
+    // Nobody may hold it either (see [`ReleaseHold`]).
+    let held_path = cache.held_path(&release.version);
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&held_path)
+        .with_context(|| format!("cannot open the lock file {}", held_path.display()))?;
+    match held.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", held_path.display()));
         }
     }
     // The binary first: without it the directory is no longer a complete install.
@@ -399,7 +473,7 @@ mod tests {
     }
 
     #[test]
-    fn a_binary_a_process_runs_or_an_install_in_progress_is_never_removed() {
+    fn a_binary_a_process_runs_an_install_in_progress_or_a_held_release_is_never_removed() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = Cache::new(tmp.path());
         let running = release(&cache, "0.1.0", 0, 300);
@@ -413,7 +487,15 @@ mod tests {
         std::fs::create_dir_all(cache.lock_path("0.2.0").parent().unwrap()).unwrap();
         let lock = std::fs::File::create(cache.lock_path("0.2.0")).unwrap();
         lock.lock().unwrap();
+        // A release whose derived data another user holds (a leased home) stays too.
+        release(&cache, "0.4.0", 10, 400);
+        let held = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(hold(&cache, "0.4.0"))
+            .unwrap();
         let pruned = prune(&cache, Some(0), &[]).unwrap();
+        drop(held);
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(versions_of(&pruned.removed), ["0.3.0"]);
@@ -426,7 +508,8 @@ mod tests {
             spared,
             [
                 ("0.1.0", "in use by a running process"),
-                ("0.2.0", "being installed by another process")
+                ("0.4.0", "being installed or held by another process"),
+                ("0.2.0", "being installed or held by another process")
             ]
         );
         assert!(running.join("codex").exists());

@@ -1,7 +1,9 @@
 //! Rollout files: the JSON-lines history codex keeps for each thread, at
-//! `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread id>.jsonl`. Finding them, and
+//! `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread id>.jsonl`. Finding them,
 //! cloning one into another `CODEX_HOME` under a new thread id, which is how an integrator
-//! forks a conversation into a private home or into a new git worktree.
+//! forks a conversation into a private home or into a new git worktree, and writing one turn
+//! by turn ([`RolloutWriter`]), which is how the performance scenarios make homes at scale
+//! (`crate::scenarios::support::history_home`).
 //!
 //! ```no_run
 //! # fn main() -> anyhow::Result<()> {
@@ -313,6 +315,180 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A rollout written line by line in the legacy layout every release reads: the
+/// `session_meta`, then per turn its `task_started`, `turn_context`, the user message (as
+/// the model's `response_item` and as the `user_message` event a resumed thread's turns are
+/// rebuilt from), optionally a tool call and its output (model context only, where a real
+/// rollout's bulk is), the assistant's answer (both forms again) and `task_complete`. Lines
+/// are compact JSON; every timestamp is the one given, so the same arguments give the same
+/// bytes. (`codex migrate-rollouts --apply`, from 0.171.0, turns such a rollout into the
+/// paginated layout.)
+pub struct RolloutWriter {
+    out: std::io::BufWriter<fs::File>,
+    path: PathBuf,
+    thread_id: String,
+    at: String,
+    cwd: String,
+    records: usize,
+    turns: usize,
+}
+
+/// One turn of a [`RolloutWriter`].
+#[derive(Debug, Clone, Copy)]
+pub struct TurnLines<'a> {
+    /// The turn id.
+    pub turn_id: &'a str,
+    /// The user's text.
+    pub prompt: &'a str,
+    /// The assistant's text.
+    pub answer: &'a str,
+    /// A tool call's output before the answer (a `function_call` and its
+    /// `function_call_output`), if any.
+    pub tool_output: Option<&'a str>,
+}
+
+impl RolloutWriter {
+    /// Creates `home/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<thread_id>.jsonl` for a
+    /// thread started at `at` (`YYYY-MM-DDTHH:MM:SS.mmmZ`), recorded as run in `cwd` by
+    /// codex `cli_version` with the model provider `provider` (what `thread/list` filters
+    /// on), and writes its `session_meta`. Refuses an existing file.
+    pub fn create(
+        home: &Path,
+        thread_id: &str,
+        at: &str,
+        cwd: &str,
+        cli_version: &str,
+        provider: &str,
+    ) -> anyhow::Result<RolloutWriter> {
+        check_thread_id(thread_id)?;
+        ensure!(
+            at.len() >= 19 && at.as_bytes().get(10) == Some(&b'T'),
+            "timestamp {at:?} is not YYYY-MM-DDTHH:MM:SS..."
+        );
+        let dir = home
+            .join("sessions")
+            .join(&at[0..4])
+            .join(&at[5..7])
+            .join(&at[8..10]);
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let stamp = at[0..19].replace(':', "-");
+        let path = dir.join(format!("rollout-{stamp}-{thread_id}.jsonl"));
+        let file = fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        let mut writer = RolloutWriter {
+            out: std::io::BufWriter::new(file),
+            path,
+            thread_id: thread_id.to_string(),
+            at: at.to_string(),
+            cwd: cwd.to_string(),
+            records: 0,
+            turns: 0,
+        };
+        writer.line(
+            "session_meta",
+            serde_json::json!({"session_id": thread_id, "id": thread_id, "timestamp": at,
+                "cwd": cwd, "originator": "codex-parity", "cli_version": cli_version,
+                "source": "vscode", "model_provider": provider}),
+        )?;
+        Ok(writer)
+    }
+
+    /// Writes one line.
+    fn line(&mut self, kind: &str, payload: Value) -> anyhow::Result<()> {
+        let line = serde_json::json!({"timestamp": self.at, "type": kind, "payload": payload});
+        serde_json::to_writer(&mut self.out, &line)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| self.out.write_all(b"\n").map_err(anyhow::Error::from))
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Writes one completed turn: 7 lines, 9 with a tool output.
+    pub fn turn(&mut self, turn: TurnLines<'_>) -> anyhow::Result<()> {
+        use serde_json::json;
+        let id = turn.turn_id;
+        self.line("event_msg", json!({"type": "task_started", "turn_id": id}))?;
+        self.line(
+            "turn_context",
+            json!({"turn_id": id, "cwd": self.cwd, "approval_policy": "never",
+                   "sandbox_policy": {"type": "danger-full-access"}, "model": "mock-model",
+                   "summary": "auto"}),
+        )?;
+        self.line(
+            "response_item",
+            json!({"type": "message", "role": "user",
+                   "content": [{"type": "input_text", "text": turn.prompt}]}),
+        )?;
+        self.line(
+            "event_msg",
+            json!({"type": "user_message", "message": turn.prompt, "images": [],
+                   "local_images": [], "text_elements": []}),
+        )?;
+        if let Some(output) = turn.tool_output {
+            let call = format!("call-{id}");
+            self.line(
+                "response_item",
+                json!({"type": "function_call", "name": "shell", "call_id": call,
+                       "arguments": "{\"command\":[\"cat\",\"notes.txt\"]}"}),
+            )?;
+            self.line(
+                "response_item",
+                json!({"type": "function_call_output", "call_id": call, "output": output}),
+            )?;
+        }
+        self.line(
+            "response_item",
+            json!({"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": turn.answer}]}),
+        )?;
+        self.line(
+            "event_msg",
+            json!({"type": "agent_message", "message": turn.answer}),
+        )?;
+        self.line(
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": id, "last_agent_message": turn.answer}),
+        )?;
+        self.turns += 1;
+        Ok(())
+    }
+
+    /// Flushes the file and gives it the thread's start as its modification time (codex
+    /// orders threads by it on some releases); returns what was written.
+    pub fn finish(mut self, modified: std::time::SystemTime) -> anyhow::Result<Written> {
+        self.out
+            .flush()
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.out
+            .get_ref()
+            .set_modified(modified)
+            .with_context(|| format!("setting the time of {}", self.path.display()))?;
+        Ok(Written {
+            path: self.path,
+            thread_id: self.thread_id,
+            records: self.records,
+            turns: self.turns,
+        })
+    }
+}
+
+/// What a [`RolloutWriter`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The file.
+    pub path: PathBuf,
+    /// The thread id.
+    pub thread_id: String,
+    /// Its lines (records), the `session_meta` included.
+    pub records: usize,
+    /// Its turns.
+    pub turns: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,6 +614,105 @@ mod tests {
         clone_rollout_as(source_home.path(), T, target.path(), fork, N).unwrap();
         let err = clone_rollout_as(source_home.path(), T, target.path(), fork, N).unwrap_err();
         assert!(format!("{err:#}").contains("already exists"), "{err:#}");
+    }
+
+    #[test]
+    fn the_writer_writes_a_legacy_rollout_that_clones_and_reads_back() {
+        let home = tempfile::tempdir().unwrap();
+        let mut w = RolloutWriter::create(
+            home.path(),
+            T,
+            "2026-01-02T03:04:05.000Z",
+            "/work/src",
+            "0.171.0",
+            "mock",
+        )
+        .unwrap();
+        w.turn(TurnLines {
+            turn_id: "t-1",
+            prompt: "prompt 1",
+            answer: "answer 1",
+            tool_output: None,
+        })
+        .unwrap();
+        w.turn(TurnLines {
+            turn_id: "t-2",
+            prompt: "prompt 2",
+            answer: "answer 2",
+            tool_output: Some("lots of output"),
+        })
+        .unwrap();
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_323_045);
+        let written = w.finish(at).unwrap();
+        assert_eq!((written.records, written.turns), (1 + 7 + 9, 2));
+        assert_eq!(find_rollout(home.path(), T).unwrap(), written.path);
+        assert!(written.path.ends_with(format!(
+            "sessions/2026/01/02/rollout-2026-01-02T03-04-05-{T}.jsonl"
+        )));
+        assert_eq!(fs::metadata(&written.path).unwrap().modified().unwrap(), at);
+        let text = fs::read_to_string(&written.path).unwrap();
+        assert_eq!(text.lines().count(), written.records);
+        assert_eq!(recorded_cwd(&text, T).unwrap(), "/work/src");
+        let kinds: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| match v["payload"]["type"].as_str() {
+                Some(t) => format!("{}:{t}", v["type"].as_str().unwrap()),
+                None => v["type"].as_str().unwrap().to_string(),
+            })
+            .collect();
+        assert_eq!(
+            kinds[..8],
+            [
+                "session_meta",
+                "event_msg:task_started",
+                "turn_context",
+                "response_item:message",
+                "event_msg:user_message",
+                "response_item:message",
+                "event_msg:agent_message",
+                "event_msg:task_complete"
+            ]
+        );
+        assert!(kinds.contains(&"response_item:function_call_output".to_string()));
+        // A clone of it rewrites the id and cwd like a rollout codex wrote.
+        let target = tempfile::tempdir().unwrap();
+        let clone =
+            clone_rollout_as(home.path(), T, target.path(), Path::new("/work/fork"), N).unwrap();
+        assert_eq!(clone.rewritten_lines, 1 + 2);
+        // The same arguments give the same bytes; an existing file is refused.
+        let again = tempfile::tempdir().unwrap();
+        let mut w = RolloutWriter::create(
+            again.path(),
+            T,
+            "2026-01-02T03:04:05.000Z",
+            "/work/src",
+            "0.171.0",
+            "mock",
+        )
+        .unwrap();
+        for (id, tool) in [("t-1", None), ("t-2", Some("lots of output"))] {
+            let n = &id[2..];
+            w.turn(TurnLines {
+                turn_id: id,
+                prompt: &format!("prompt {n}"),
+                answer: &format!("answer {n}"),
+                tool_output: tool,
+            })
+            .unwrap();
+        }
+        let twin = w.finish(at).unwrap();
+        assert_eq!(fs::read(&twin.path).unwrap(), text.as_bytes());
+        let refused = RolloutWriter::create(
+            again.path(),
+            T,
+            "2026-01-02T03:04:05.000Z",
+            "/",
+            "0.171.0",
+            "mock",
+        );
+        assert!(refused.is_err());
+        assert!(RolloutWriter::create(again.path(), T, "yesterday", "/", "x", "mock").is_err());
     }
 
     #[test]
