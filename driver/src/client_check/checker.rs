@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::client_check::mutation::{Expect, Mutation};
-use crate::client_check::output;
+use crate::client_check::judge::{Ran, Reference, Rules, judge};
+use crate::client_check::mutation::Mutation;
 use crate::client_check::script::Script;
 use crate::client_check::serve::{self, SERVE_COMMAND};
 use crate::client_check::served::{self, Served, Via};
 use crate::client_check::source::Source;
-use crate::client_check::verdict::{CheckVerdict, Row, RowResult};
+use crate::client_check::verdict::{CheckVerdict, Row};
 use crate::client_check::ws_serve::LISTENING_ON;
 use crate::codex::binaries::OneBinary;
 use crate::harness::guard::Guard;
@@ -127,7 +127,11 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<CheckVerdict> {
                 let dir = base.join(format!("{:02}-{}", n + 1, file_name(&name)));
                 let said = script.notes.clone();
                 let ran = run_one(o, &dir, script, &mut guard).await?;
-                let mut row = judge(mutation, must, &ran, o, &reference);
+                let rules = Rules {
+                    whole_session: o.whole_session,
+                    ignore_output: &o.ignore_output,
+                };
+                let mut row = judge(mutation, must, &ran, &rules, &reference);
                 row.notes.extend(said);
                 if *mutation == Mutation::None {
                     reference = if row.passes() {
@@ -157,16 +161,6 @@ pub async fn check(o: &CheckOptions) -> anyhow::Result<CheckVerdict> {
     })
 }
 
-/// What the other mutations' output is held against: what COMMAND printed for `none`.
-enum Reference {
-    /// `none` is not among the mutations.
-    NotRun,
-    /// `none` did not pass: its output is no reference.
-    Failed,
-    /// `none` passed, printing this on stdout.
-    Printed(String),
-}
-
 /// A mutation's name as a directory name.
 fn file_name(name: &str) -> String {
     name.chars()
@@ -188,31 +182,6 @@ fn which(program: &Path) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
-}
-
-/// How COMMAND ran against one mutation.
-#[derive(Debug)]
-struct Ran {
-    /// Its exit status (`None`: killed at the time limit).
-    status: Option<std::process::ExitStatus>,
-    /// How long it ran.
-    seconds: f64,
-    /// The time limit it had.
-    limit: Duration,
-    /// What each app-server it started saw (or why that could not be read).
-    served: anyhow::Result<Vec<Served>>,
-    /// App-servers still running after COMMAND exited (outside its process group), killed.
-    escaped: Vec<usize>,
-    /// Its stderr.
-    stderr: String,
-    /// Its stdout.
-    stdout: String,
-    /// How many app-server connections the session has.
-    connections: usize,
-    /// How many `codex exec` runs it has.
-    execs: usize,
-    /// Where the mock listened (`None`: no listener).
-    listened: Option<String>,
 }
 
 /// Runs COMMAND against one mutation's script in `dir`. The time limit grows by the
@@ -487,227 +456,4 @@ async fn stop_escaped(dir: &Path, group: Option<i32>) -> Vec<usize> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     left.iter().map(|s| s.launch).collect()
-}
-
-/// The row of one run: passed, stopped early or failed against what the mutation expects,
-/// with why; a mutation that should not change the output is held against `reference`.
-fn judge(
-    mutation: &Mutation,
-    must: bool,
-    ran: &Ran,
-    o: &CheckOptions,
-    reference: &Reference,
-) -> Row {
-    use std::os::unix::process::ExitStatusExt;
-    let (name, expect) = (mutation.name(), mutation.expect());
-    let mut failures = Vec::new();
-    let mut notes = Vec::new();
-    let records: &[Served] = match &ran.served {
-        Ok(all) => all,
-        // Nothing can be said of a run whose records cannot be read: no pass.
-        Err(e) => {
-            failures.push(format!("what the mock saw cannot be read: {e:#}"));
-            &[]
-        }
-    };
-    let (served, refused): (Vec<&Served>, Vec<&Served>) =
-        records.iter().partition(|s| s.via != Via::Refused);
-    let code = ran.status.and_then(|s| s.code());
-    let next = served.iter().rev().find_map(|s| s.next.clone());
-    match ran.status {
-        None => failures.push(format!(
-            "timed out after {} s (killed); {}",
-            ran.limit.as_secs(),
-            match &next {
-                Some(n) => format!("the session was at {n}"),
-                None => format!(
-                    "codex had sent all {} message(s) of the session",
-                    served.iter().map(|s| s.sent).sum::<usize>()
-                ),
-            }
-        )),
-        Some(s) if s.signal().is_some() => failures.push(format!(
-            "crashed: killed by signal {}",
-            s.signal().unwrap_or_default()
-        )),
-        Some(_) => {}
-    }
-    if served.is_empty() && ran.served.is_ok() {
-        failures.push(never_started(ran));
-    }
-    if !ran.escaped.is_empty() {
-        failures.push(format!(
-            "launch(es) {:?} of the mock codex left COMMAND's process group and still ran \
-             after the group was gone (killed)",
-            ran.escaped
-        ));
-    }
-    let all = |f: fn(&Served) -> &Vec<String>| {
-        served
-            .iter()
-            .flat_map(|s| f(s))
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    // Cope: exit 0 is judged as survive; a non-zero exit by itself is a clean failure.
-    let surviving = expect == Expect::Survive || (expect == Expect::Cope && code == Some(0));
-    if surviving {
-        if let Some(c) = code.filter(|c| *c != 0) {
-            let last = ran.stderr.lines().rev().find(|l| !l.trim().is_empty());
-            failures.push(match last {
-                Some(l) => format!("exited with status {c}: {l}"),
-                None => format!("exited with status {c}"),
-            });
-        }
-        let unanswered = all(|s| &s.unanswered);
-        if !unanswered.is_empty() {
-            failures.push(format!("left unanswered: {}", unanswered.join(", ")));
-        }
-        failures.extend(all(|s| &s.answers_differ));
-        failures.extend(all(|s| &s.foreign_threads));
-        if mutation.keeps_output() || expect == Expect::Cope || mutation.notes_output() {
-            let said = match reference {
-                Reference::Printed(none) => output::difference(none, &ran.stdout, &o.ignore_output),
-                Reference::NotRun => {
-                    Some("output not compared: `none` is not among --mutations".into())
-                }
-                Reference::Failed => Some("output not compared: `none` did not pass".into()),
-            };
-            match (said, reference) {
-                (Some(d), Reference::Printed(_)) if !mutation.notes_output() => failures.push(d),
-                (Some(d), _) => notes.push(d),
-                (None, _) => {}
-            }
-        }
-    } else if let Some(c) = code {
-        match expect {
-            Expect::Fail if c == 0 => failures.push(format!(
-                "exited 0: it took {} for success",
-                mutation.failure()
-            )),
-            Expect::Cope => notes.push(format!("failed cleanly with status {c}")),
-            _ => notes.push(format!("ended with status {c}")),
-        }
-    }
-    if *mutation == Mutation::UnknownEnum && code == Some(0) {
-        notes.push(
-            "exited 0 on a turn status it cannot know: did it take it for success? \
-             (openclaw #99284)"
-                .into(),
-        );
-    }
-    let refusals: Vec<String> = refused
-        .iter()
-        .map(|s| {
-            format!(
-                "`codex {}` ({})",
-                s.args.join(" "),
-                s.notes.first().map_or("", String::as_str)
-            )
-        })
-        .collect();
-    let listed = [
-        (
-            "asked what the session does not answer",
-            all(|s| &s.unmatched),
-        ),
-        (
-            "asked before initialize (refused)",
-            all(|s| &s.before_initialize),
-        ),
-        ("never asked", all(|s| &s.not_asked)),
-        ("sent what is not JSON-RPC", all(|s| &s.malformed)),
-        ("ran what the session does not serve", refusals),
-    ];
-    for (what, items) in listed.into_iter().filter(|(_, i)| !i.is_empty()) {
-        notes.push(format!("{what}: {}", items.join("; ")));
-    }
-    notes.extend(all(|s| &s.notes));
-    let cut = |s: &&&Served| s.ended.as_deref().is_some_and(|e| e.starts_with("exited"));
-    let mut early: Vec<String> = served
-        .iter()
-        .filter(|s| s.not_reached > 0 && ran.status.is_some() && !cut(s))
-        .map(|s| {
-            format!(
-                "{} {}: stopped {} step(s) before the session's end (next: {})",
-                if s.via == Via::Exec {
-                    "exec"
-                } else {
-                    "app-server"
-                },
-                s.launch,
-                s.not_reached,
-                s.next.as_deref().unwrap_or("-")
-            )
-        })
-        .collect();
-    let apps = served.iter().filter(|s| s.via.app_server()).count();
-    let execs = served.iter().filter(|s| s.via == Via::Exec).count();
-    if ran.status.is_some() && !served.is_empty() {
-        if apps < ran.connections {
-            early.push(match ran.listened {
-                Some(_) => format!(
-                    "opened {apps} of the session's {} connection(s) to the listener",
-                    ran.connections
-                ),
-                None => format!(
-                    "started {apps} of the session's {} app-server(s)",
-                    ran.connections
-                ),
-            });
-        }
-        if execs < ran.execs {
-            early.push(format!(
-                "ran {execs} of the session's {} codex exec run(s)",
-                ran.execs
-            ));
-        }
-    }
-    // A client that copes but ends before the session does is a result of its own; with
-    // the whole session asked for, it fails.
-    let stopped_early = surviving && !early.is_empty();
-    if stopped_early && o.whole_session {
-        failures.extend(early.into_iter().map(|e| format!("{e} (--whole-session)")));
-    } else {
-        notes.extend(early);
-    }
-    Row {
-        mutation: name,
-        expect,
-        must_survive: must,
-        result: if !failures.is_empty() {
-            RowResult::Failed
-        } else if stopped_early {
-            RowResult::StoppedEarly
-        } else {
-            RowResult::Passed
-        },
-        exit: code,
-        timed_out: ran.status.is_none(),
-        seconds: ran.seconds,
-        launches: apps,
-        exec_runs: execs,
-        reasons: failures,
-        notes,
-    }
-}
-
-/// Why a run in which COMMAND reached no mock failed: what it should have started.
-fn never_started(ran: &Ran) -> String {
-    let shim = "the shim is first on PATH and in $CODEX_PARITY_CODEX";
-    match (&ran.listened, ran.connections > 0, ran.execs > 0) {
-        (Some(url), _, false) => format!(
-            "never connected to the mock app-server's listener at {url} (in \
-             ${LISTEN_ENV})"
-        ),
-        (Some(url), _, true) => format!(
-            "never connected to the mock app-server's listener at {url} (in \
-             ${LISTEN_ENV}) nor ran `codex exec` ({shim})"
-        ),
-        (None, true, true) => {
-            format!("never started `codex app-server` nor ran `codex exec` ({shim})")
-        }
-        (None, false, true) => format!("never ran `codex exec` ({shim})"),
-        (None, _, false) => format!("never started `codex app-server` ({shim})"),
-    }
 }

@@ -7,13 +7,15 @@
 //! [`checker`] runs COMMAND once per mutation with a `codex` that is the mock codex of
 //! [`serve`]: an app-server on stdio (its state in [`mock`]) or on a WebSocket listener
 //! ([`ws_serve`]), and `codex exec` ([`exec_serve`], its command line read by
-//! [`exec_args`]); what each launch saw is in [`served`]. [`verdict`] judges and reports
-//! the runs; [`output`] holds what COMMAND printed against what it printed for `none`.
+//! [`exec_args`]); what each launch saw is in [`served`]. [`judge`] makes each run a row,
+//! [`verdict`] holds and reports the rows; [`output`] holds what COMMAND printed against
+//! what it printed for `none`.
 
 pub mod checker;
 pub mod exec_args;
 pub mod exec_mutation;
 pub mod exec_serve;
+pub mod judge;
 pub mod mock;
 pub mod mutation;
 pub mod output;

@@ -584,52 +584,7 @@ impl<'a> Builder<'a> {
             "client, +{:.2} s",
             e.started.saturating_sub(self.d.origin) as f64 / 1e6
         );
-        // `--json` comes from the harness, as `--experimental-json` did from the client.
-        let mut args: Vec<String> = e
-            .args
-            .iter()
-            .skip(1)
-            .filter(|a| *a != "--json" && *a != "--experimental-json")
-            .cloned()
-            .collect();
-        for (flag, path, text) in &e.files {
-            let Some(text) = text else {
-                self.d.notes.push(format!(
-                    "exec {} ({when}): {flag} {path} could not be read: the replay names it as it is",
-                    self.execs
-                ));
-                continue;
-            };
-            let name = Path::new(path)
-                .file_name()
-                .map_or("file".into(), |n| n.to_string_lossy().into_owned());
-            let copy = format!(".codex-parity/exec-{}-{name}", self.execs);
-            self.push(
-                e.started,
-                Step::WriteFile(WriteFileStep {
-                    path: copy.clone(),
-                    content: text.clone(),
-                }),
-                format!("the file {flag} named, as the client wrote it"),
-            );
-            for a in args.iter_mut() {
-                if a == path {
-                    *a = format!("${{workspace}}/{copy}");
-                } else if a.strip_prefix(&format!("{flag}=")) == Some(path) {
-                    *a = format!("{flag}=${{workspace}}/{copy}");
-                }
-            }
-        }
-        let args: Vec<String> = args
-            .iter()
-            .map(|a| {
-                if a.contains("${workspace}/.codex-parity/") {
-                    a.clone()
-                } else {
-                    self.subst_str(a)
-                }
-            })
-            .collect();
+        let args = self.exec_args(e, &when);
         let events: Vec<Value> = e
             .lines
             .iter()
@@ -679,6 +634,57 @@ impl<'a> Builder<'a> {
                 self.execs
             ));
         }
+    }
+
+    /// An `exec` run's arguments as the file writes them: `--json` left to the harness (as
+    /// `--experimental-json` is), each file an argument names written into the workspace
+    /// by a `write_file` step first and named there, ids and paths as variables.
+    fn exec_args(&mut self, e: &ExecSession, when: &str) -> Vec<String> {
+        // `--json` comes from the harness, as `--experimental-json` did from the client.
+        let mut args: Vec<String> = e
+            .args
+            .iter()
+            .skip(1)
+            .filter(|a| *a != "--json" && *a != "--experimental-json")
+            .cloned()
+            .collect();
+        for (flag, path, text) in &e.files {
+            let Some(text) = text else {
+                self.d.notes.push(format!(
+                    "exec {} ({when}): {flag} {path} could not be read: the replay names it as it is",
+                    self.execs
+                ));
+                continue;
+            };
+            let name = Path::new(path)
+                .file_name()
+                .map_or("file".into(), |n| n.to_string_lossy().into_owned());
+            let copy = format!(".codex-parity/exec-{}-{name}", self.execs);
+            self.push(
+                e.started,
+                Step::WriteFile(WriteFileStep {
+                    path: copy.clone(),
+                    content: text.clone(),
+                }),
+                format!("the file {flag} named, as the client wrote it"),
+            );
+            for a in args.iter_mut() {
+                if a == path {
+                    *a = format!("${{workspace}}/{copy}");
+                } else if a.strip_prefix(&format!("{flag}=")) == Some(path) {
+                    *a = format!("{flag}=${{workspace}}/{copy}");
+                }
+            }
+        }
+        args.iter()
+            .map(|a| {
+                if a.contains("${workspace}/.codex-parity/") {
+                    a.clone()
+                } else {
+                    self.subst_str(a)
+                }
+            })
+            .collect()
     }
 
     /// An `exec`'s working directory as a step's `cwd`: `None` for the workspace, a path
