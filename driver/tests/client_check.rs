@@ -579,15 +579,7 @@ async fn an_exec_client_is_checked_and_a_strict_one_caught_on_0_140_0() {
 /// The example `record_client` (built by `cargo test`) in `mode`; it connects to
 /// `$CODEX_PARITY_LISTEN` when that is set.
 fn listener_client(mode: &str) -> Vec<String> {
-    let exe = std::env::current_exe().unwrap();
-    let example = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/record_client");
-    assert!(example.exists(), "{} is missing", example.display());
-    vec![example.display().to_string(), mode.into()]
+    support::record_client(mode)
 }
 
 /// A client of the app-server's WebSocket listener, recorded with `record --listen`, is

@@ -249,15 +249,7 @@ fn a_written_transcript_meets_the_strict_client_as_its_code_predicts() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("client-check.json")).unwrap())
             .unwrap();
-    let rows: Vec<(String, String, serde_json::Value)> = json["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let s = |k: &str| r[k].as_str().unwrap().to_string();
-            (s("mutation"), s("result"), r["exit"].clone())
-        })
-        .collect();
+    let rows = support::rows(&json);
     let row = |m: &str, r: &str, exit: i64| (m.to_string(), r.to_string(), exit.into());
     assert_eq!(
         rows,
@@ -704,15 +696,7 @@ fn a_written_exec_transcript_meets_the_exec_client_as_its_code_predicts() {
     let (output, json) = check_json(&sandbox, &session, &["--timeout-secs", "10"], &command);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(0), "{all}");
-    let rows: Vec<(String, String, serde_json::Value)> = json["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let s = |k: &str| r[k].as_str().unwrap().to_string();
-            (s("mutation"), s("result"), r["exit"].clone())
-        })
-        .collect();
+    let rows = support::rows(&json);
     let row = |m: &str, r: &str, exit: i64| (m.to_string(), r.to_string(), exit.into());
     // The default (`all`) for an exec session is the exec list. This client reads only
     // `agent_message` items: the older names leave it without a message, exit 0.
@@ -817,19 +801,7 @@ fn a_written_exec_transcript_meets_the_exec_client_as_its_code_predicts() {
 /// The Rust example `record_client`, which connects to `$CODEX_PARITY_LISTEN` when it is
 /// set (built by `cargo test`).
 fn listener_client(mode: &str) -> Vec<String> {
-    let exe = std::env::current_exe().unwrap();
-    let example = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/record_client");
-    assert!(
-        example.exists(),
-        "{} is missing: `cargo test` builds the examples",
-        example.display()
-    );
-    vec![example.display().to_string(), mode.into()]
+    support::record_client(mode)
 }
 
 /// `--listen`: the mock listens on a WebSocket and the client, finding the URL in

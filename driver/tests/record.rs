@@ -99,22 +99,7 @@ async fn comparison_set() -> Vec<CodexBinary> {
 /// The command line of a test client in `language`.
 fn client(language: &str, mode: &str) -> Vec<String> {
     match language {
-        "rust" => {
-            // Examples are built beside the test binaries (target/debug/examples).
-            let exe = std::env::current_exe().unwrap();
-            let example = exe
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join("examples/record_client");
-            assert!(
-                example.exists(),
-                "{} is missing: `cargo test` builds the examples",
-                example.display()
-            );
-            vec![example.display().to_string(), mode.into()]
-        }
+        "rust" => support::record_client(mode),
         _ => vec![
             "python3".into(),
             Path::new(env!("CARGO_MANIFEST_DIR"))

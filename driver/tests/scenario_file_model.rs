@@ -9,10 +9,9 @@ use std::path::Path;
 use codex_parity::harness::world::Listen;
 use codex_parity::scenario_file::checks::Check;
 use codex_parity::scenario_file::checks::file::FileCheck;
-use codex_parity::scenario_file::checks::notification::NotificationCheck;
+use codex_parity::scenario_file::checks::messages::{NotificationCheck, ServerRequestCheck};
 use codex_parity::scenario_file::checks::request::RequestCheck;
 use codex_parity::scenario_file::checks::requests::RequestsCheck;
-use codex_parity::scenario_file::checks::server_request::ServerRequestCheck;
 use codex_parity::scenario_file::checks::value::ValueCheck;
 use codex_parity::scenario_file::fields::Input;
 use codex_parity::scenario_file::format::{CodexSection, Requires, ScenarioFile, WorkspaceSection};
@@ -341,20 +340,16 @@ fn app_check() -> impl Strategy<Value = Check> {
         (name(), opt(object()), opt(0usize..4), opt(name())).prop_map(
             |(method, matches, count, drift)| {
                 Check::Notification(NotificationCheck {
-                    method,
-                    matches,
-                    count,
                     drift,
+                    ..NotificationCheck::new(&method, matches, count)
                 })
             }
         ),
         (name(), opt(object()), opt(0usize..4), opt(name())).prop_map(
             |(method, matches, count, drift)| {
                 Check::ServerRequest(ServerRequestCheck {
-                    method,
-                    matches,
-                    count,
                     drift,
+                    ..ServerRequestCheck::new(&method, matches, count)
                 })
             }
         ),

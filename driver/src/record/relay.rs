@@ -240,6 +240,20 @@ async fn relay_stdio(
     // codex.
     let inbound = tokio::spawn(pump(tokio::io::stdin(), to_codex, true, client_lines));
     let outbound = tokio::spawn(pump(from_codex, tokio::io::stdout(), false, lines));
+    let status = supervise(&mut child, outbound, &mut logged, log).await?;
+    inbound.abort();
+    Ok(status)
+}
+
+/// Waits for codex to exit (a termination signal to the relay kills it), logging the lines
+/// the pumps send meanwhile, then what codex wrote before it exited (`outbound` relays it
+/// within 2 s); returns its exit status.
+async fn supervise(
+    child: &mut tokio::process::Child,
+    outbound: tokio::task::JoinHandle<()>,
+    logged: &mut tokio::sync::mpsc::UnboundedReceiver<ClientLine>,
+    log: &mut std::fs::File,
+) -> anyhow::Result<Option<i32>> {
     let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
@@ -247,14 +261,13 @@ async fn relay_stdio(
         tokio::select! {
             status = child.wait() => break status.ok().and_then(|s| s.code()),
             Some(line) = logged.recv() => write_entry(log, &LogEntry::Line(line))?,
-            _ = term.recv() => break killed(&mut child).await,
-            _ = int.recv() => break killed(&mut child).await,
-            _ = hup.recv() => break killed(&mut child).await,
+            _ = term.recv() => break killed(child).await,
+            _ = int.recv() => break killed(child).await,
+            _ = hup.recv() => break killed(child).await,
         }
     };
     // What codex wrote before it exited is still in the pipe: relay it before the exit line.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), outbound).await;
-    inbound.abort();
     while let Ok(line) = logged.try_recv() {
         write_entry(log, &LogEntry::Line(line))?;
     }
@@ -307,22 +320,7 @@ async fn relay_exec(
         Some((now_us(), String::from_utf8_lossy(&all).into_owned()))
     });
     let outbound = tokio::spawn(pump(from_codex, tokio::io::stdout(), false, lines));
-    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status.ok().and_then(|s| s.code()),
-            Some(line) = logged.recv() => write_entry(log, &LogEntry::Line(line))?,
-            _ = term.recv() => break killed(&mut child).await,
-            _ = int.recv() => break killed(&mut child).await,
-            _ = hup.recv() => break killed(&mut child).await,
-        }
-    };
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), outbound).await;
-    while let Ok(line) = logged.try_recv() {
-        write_entry(log, &LogEntry::Line(line))?;
-    }
+    let status = supervise(&mut child, outbound, &mut logged, log).await?;
     // A client that never closes stdin (codex ran from the prompt argument alone): no stdin
     // is logged.
     if let Ok(Ok(Some((at, text)))) =

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use crate::record::exchange::{End, Exchange, Micros, Transport};
 use crate::record::redact::Redactor;
 use crate::scenario_file::checks::Check;
+use crate::scenario_file::checks::messages::ServerRequestCheck;
 use crate::scenario_file::checks::requests::RequestsCheck;
-use crate::scenario_file::checks::server_request::ServerRequestCheck;
 use crate::scenario_file::format::{CodexSection, Requires, ScenarioFile};
 use crate::scenario_file::steps::Step;
 use crate::scenario_file::steps::reply::ReplyStep;
@@ -195,12 +195,12 @@ impl Draft<'_> {
             .checks
             .push("codex sent this many model requests".into());
         for (method, n) in &self.server_requests {
-            file.checks.push(Check::ServerRequest(ServerRequestCheck {
-                method: method.clone(),
-                matches: None,
-                count: Some(*n),
-                drift: None,
-            }));
+            file.checks
+                .push(Check::ServerRequest(ServerRequestCheck::new(
+                    method,
+                    None,
+                    Some(*n),
+                )));
             comments.checks.push("codex asked the client this".into());
         }
         comments.notes = self.notes.clone();

@@ -422,3 +422,33 @@ pub(crate) fn record_args(
     args.extend(client.iter().cloned());
     args
 }
+
+/// The Rust example `record_client` (built beside the test binaries by `cargo test`) in
+/// `mode`; it connects to `$CODEX_PARITY_LISTEN` when that is set, else runs codex.
+pub(crate) fn record_client(mode: &str) -> Vec<String> {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let example = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/debug")
+        .join("examples/record_client");
+    assert!(
+        example.exists(),
+        "{} is missing: `cargo test` builds the examples",
+        example.display()
+    );
+    vec![example.display().to_string(), mode.into()]
+}
+
+/// The rows of a `client-check.json` as (mutation, result, exit status).
+pub(crate) fn rows(json: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
+    json["rows"]
+        .as_array()
+        .expect("client-check.json has rows")
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (s("mutation"), s("result"), r["exit"].clone())
+        })
+        .collect()
+}

@@ -4,10 +4,9 @@
 //! makes the [`Check`] enum, its `on` names and the dispatch.
 
 pub mod file;
-pub mod notification;
+pub mod messages;
 pub mod request;
 pub mod requests;
-pub mod server_request;
 pub mod value;
 
 use serde_json::{Value, json};
@@ -104,8 +103,8 @@ macro_rules! check_kinds {
 check_kinds! {
     Requests(requests::RequestsCheck) = "requests",
     Request(request::RequestCheck) = "request",
-    Notification(notification::NotificationCheck) = "notification",
-    ServerRequest(server_request::ServerRequestCheck) = "server_request",
+    Notification(messages::NotificationCheck) = "notification",
+    ServerRequest(messages::ServerRequestCheck) = "server_request",
     Value(value::ValueCheck) = "value",
     File(file::FileCheck) = "file",
 }
