@@ -665,8 +665,14 @@ impl Judgement<'_> {
         let refs: Vec<&Item> = items.iter().collect();
         let mut texts: Vec<(String, String)> = seen.warnings.clone();
         for line in &seen.stderr {
-            // `2026-…Z WARN target: message`: the time is left out, a line said twice once.
-            let Some(at) = line.find("WARN ") else {
+            // `2026-…Z WARN target: message` (the time left out), or the CLI's own
+            // `warning: …` (exec's `--full-auto is deprecated`); a line said twice once.
+            let at = if line.starts_with("warning:") {
+                Some(0)
+            } else {
+                line.find("WARN ")
+            };
+            let Some(at) = at else {
                 continue;
             };
             let text = line[at..].trim().to_string();
@@ -679,6 +685,11 @@ impl Judgement<'_> {
             let kind = warning_kind(&text);
             let mut ids = by_file_line(&refs, &text);
             ids.extend(prefer_source(&refs, by_key(&refs, &text), &text));
+            ids.extend(by_flag(&refs, &text));
+            if kind == Warning::Managed {
+                // Requirements name the setting (`approval_policy`), whatever set it.
+                ids.extend(managed_params(&refs, &text));
+            }
             if let Some(name) = capture(r"unknown feature key in config: (\S+)", &text) {
                 ids.extend(
                     refs.iter()
@@ -1019,6 +1030,41 @@ fn by_key(items: &[&Item], text: &str) -> Vec<usize> {
         }
     }
     out
+}
+
+/// The thread/start params of the settings a requirements warning names.
+fn managed_params(items: &[&Item], text: &str) -> Vec<usize> {
+    items
+        .iter()
+        .filter(|i| match &i.kind {
+            ItemKind::ThreadParam { name, .. } => [
+                ("approvalPolicy", "`approval_policy`"),
+                ("sandbox", "`sandbox_mode`"),
+            ]
+            .iter()
+            .any(|(p, k)| name == p && text.contains(k)),
+            _ => false,
+        })
+        .map(|i| i.id)
+        .collect()
+}
+
+/// Flags a text quotes (`` `--full-auto` is deprecated ``).
+fn by_flag(items: &[&Item], text: &str) -> Vec<usize> {
+    let Ok(re) = Regex::new(r"`(-[^`\s]+)`") else {
+        return Vec::new();
+    };
+    let quoted: BTreeSet<String> = re.captures_iter(text).map(|c| c[1].to_string()).collect();
+    items
+        .iter()
+        .filter(|i| match &i.kind {
+            ItemKind::Flag { flag, long, .. } => {
+                quoted.contains(flag) || long.as_ref().is_some_and(|l| quoted.contains(l))
+            }
+            _ => false,
+        })
+        .map(|i| i.id)
+        .collect()
 }
 
 /// Items whose string value a text quotes (`` `on-failure` approval policy is deprecated ``).
