@@ -14,7 +14,8 @@
 //!    failing when that param is sent alone.
 //! 3. On the run codex took: each warning it sent (`configWarning`, `deprecationNotice`,
 //!    `warning`, and `WARN` lines on stderr) goes to the items it names; a value codex
-//!    applied differently (`thread/start`'s `approvalPolicy`, `config/read`) is a remap; a
+//!    applied differently (`thread/start`'s `approvalPolicy`, `config/read`, a feature's
+//!    `enabled` in `experimentalFeature/list`) is a remap; a
 //!    setting in a file codex did not load (no layer of `config/read` is that file) is not
 //!    read. A warning that names no item is a note of the release.
 //! 4. With `--strict-config` (when the command has it and the profile does not pass it): the
@@ -112,6 +113,17 @@ pub async fn judge(
         _ => Launch::Static,
     };
     j.packages();
+    if inputs
+        .items
+        .iter()
+        .any(|i| i.kind.feature().is_some_and(|(n, _)| n == "plugins"))
+    {
+        j.notes.push(
+            "the check starts codex with --disable plugins (hermetic): the profile's plugins \
+             setting is judged, but its effect is the check's"
+                .into(),
+        );
+    }
     j.features(launch).await?;
     match launch {
         Launch::Static => {
@@ -188,12 +200,6 @@ impl Judgement<'_> {
             }
             slot => *slot = Some(verdict),
         }
-    }
-
-    fn status(&self, id: usize) -> Status {
-        self.verdicts[id]
-            .as_ref()
-            .map_or(Status::Accepted, |v| v.status)
     }
 
     /// Package paths against the card's listing.
@@ -742,11 +748,7 @@ impl Judgement<'_> {
             let Some((id, given)) = strongest(items, param, config_key) else {
                 continue;
             };
-            if self.status(id) != Status::Accepted
-                && self.verdicts[id]
-                    .as_ref()
-                    .is_some_and(|v| v.warning == Some(Warning::Remapped))
-            {
+            if self.has_warning(id, Warning::Remapped) {
                 continue;
             }
             if normalize(&given) != normalize(&applied) {
@@ -760,6 +762,7 @@ impl Judgement<'_> {
                 );
             }
         }
+        self.feature_states(seen, items);
         let Some(config) = seen.config.as_ref().and_then(|c| c.get("config")) else {
             return;
         };
@@ -796,6 +799,58 @@ impl Judgement<'_> {
                         Warning::Remapped,
                         Some(now.clone()),
                         format!("set to {given}, config/read says {key} is {now}"),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Features turned on or off otherwise than asked: `experimentalFeature/list`'s
+    /// `enabled` against the strongest item naming the feature (`--enable`/`--disable`, then
+    /// `-c`, then a home file).
+    fn feature_states(&mut self, seen: &Observed, items: &[&Item]) {
+        let Some(listed) = &seen.features else {
+            return;
+        };
+        let mut strongest: BTreeMap<&str, (u8, usize, bool)> = BTreeMap::new();
+        for item in items {
+            let rank = match item.kind {
+                ItemKind::Feature { .. } => 3,
+                ItemKind::Override { .. } => 2,
+                ItemKind::Key { .. } => 1,
+                _ => continue,
+            };
+            let Some((name, on)) = item.kind.feature() else {
+                continue;
+            };
+            if name == "plugins" {
+                // The check turns plugins off itself (--disable plugins).
+                continue;
+            }
+            if strongest.get(name).is_none_or(|(r, _, _)| rank >= *r) {
+                strongest.insert(name, (rank, item.id, on));
+            }
+        }
+        for (name, (_, id, on)) in strongest {
+            let Some(enabled) = listed
+                .iter()
+                .find(|f| f["name"] == name)
+                .and_then(|f| f["enabled"].as_bool())
+            else {
+                continue;
+            };
+            if enabled != on && !self.has_warning(id, Warning::Remapped) {
+                let state = |b: bool| if b { "on" } else { "off" };
+                self.give(
+                    id,
+                    Verdict::warning(
+                        Warning::Remapped,
+                        Some(state(enabled).into()),
+                        format!(
+                            "asked for {name} {}, experimentalFeature/list says it is {}",
+                            state(on),
+                            state(enabled)
+                        ),
                     ),
                 );
             }

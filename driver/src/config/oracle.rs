@@ -6,8 +6,9 @@
 //!
 //! - `app-server`: `initialize`, `initialized`, `thread/start` with the profile's params (when
 //!   it fails, `thread/start` with none and with each param alone, to tell which one),
-//!   `config/read` with its layers, `configRequirements/read`; everything codex sent before
-//!   the last answer is kept (`configWarning`, `deprecationNotice`, `warning`).
+//!   `config/read` with its layers, `configRequirements/read`, `experimentalFeature/list`;
+//!   everything codex sent before the last answer is kept (`configWarning`,
+//!   `deprecationNotice`, `warning`).
 //! - [`Mode::Start`]: `initialize` only (the `--strict-config` runs).
 //! - `exec`: started when it prints its header (`session id:`) or a `thread.started` event,
 //!   then stopped; refused when it exits before.
@@ -16,7 +17,6 @@
 //! line and those after it up to a blank one). The private home's path in what codex says is
 //! written `<CODEX_HOME>`.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -111,6 +111,8 @@ pub struct Observed {
     pub config: Option<Value>,
     /// `configRequirements/read`.
     pub requirements: Option<Value>,
+    /// `experimentalFeature/list`, every page: each feature's `name`, `stage`, `enabled`.
+    pub features: Option<Vec<Value>>,
     /// Connections codex tried through the proxies (hermeticity).
     pub connections: Vec<String>,
     /// The private home's path in codex's words (replaced by `<CODEX_HOME>`).
@@ -191,6 +193,7 @@ fn empty(outcome: Outcome) -> Observed {
         alone: Vec::new(),
         config: None,
         requirements: None,
+        features: None,
         connections: Vec::new(),
         home: String::new(),
         took: Duration::ZERO,
@@ -251,6 +254,7 @@ async fn app_server(cmd: tokio::process::Command, r: &Run<'_>) -> anyhow::Result
         seen.requirements = answer(&server, "configRequirements/read", json!({}))
             .await
             .ok();
+        seen.features = feature_list(&server).await;
     }
     seen.warnings = server
         .messages()
@@ -260,6 +264,27 @@ async fn app_server(cmd: tokio::process::Command, r: &Run<'_>) -> anyhow::Result
     let _ = server.shutdown_exit(Duration::from_secs(5)).await;
     seen.stderr = lines(&server.stderr_tail());
     Ok(seen)
+}
+
+/// Every page of `experimentalFeature/list`, or `None` when it fails.
+async fn feature_list(server: &AppServer) -> Option<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut cursor = Value::Null;
+    for _ in 0..50 {
+        let page = answer(
+            server,
+            "experimentalFeature/list",
+            json!({"cursor": cursor, "limit": 200}),
+        )
+        .await
+        .ok()?;
+        out.extend(page["data"].as_array().cloned().unwrap_or_default());
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            return Some(out);
+        }
+    }
+    None
 }
 
 /// Calls `method`; its result, or codex's error message.
@@ -438,14 +463,6 @@ pub fn error_of(stderr: &[String]) -> String {
         .find(|l| !l.trim().is_empty() && !l.contains("Refusing to create helper binaries"))
         .cloned()
         .unwrap_or_else(|| "exited without a message".into())
-}
-
-/// Whether the binary at `path` is the one a run's argv starts (for messages).
-pub fn program_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 #[cfg(test)]
