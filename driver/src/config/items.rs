@@ -62,7 +62,7 @@ pub enum ItemKind {
         key: String,
         /// The value, read as TOML (a string when it is not TOML, as codex reads it).
         value: Value,
-        /// The value as written.
+        /// What follows the key as written: `=VALUE`, or nothing when there is no `=`.
         raw: String,
         /// Its args.
         args: Range<usize>,
@@ -191,7 +191,7 @@ impl fmt::Display for ItemKind {
                 Some(v) => write!(f, "{flag} {v}"),
                 None => write!(f, "{flag}"),
             },
-            ItemKind::Override { key, raw, .. } => write!(f, "-c {key}={raw}"),
+            ItemKind::Override { key, raw, .. } => write!(f, "-c {key}{raw}"),
             ItemKind::Feature { name, enable, .. } => {
                 write!(f, "--{} {name}", if *enable { "enable" } else { "disable" })
             }
@@ -331,11 +331,14 @@ pub fn command_line(
             Some((written, long, value)) => {
                 let kind = match (long.as_deref(), value) {
                     (Some("--config"), Some(v)) => {
-                        let (key, raw) = v.split_once('=').unwrap_or((v.as_str(), ""));
+                        let (key, raw) = match v.split_once('=') {
+                            Some((k, r)) => (k, format!("={r}")),
+                            None => (v.as_str(), String::new()),
+                        };
                         ItemKind::Override {
                             key: key.trim().to_string(),
-                            value: toml_value(raw),
-                            raw: raw.to_string(),
+                            value: toml_value(raw.trim_start_matches('=')),
+                            raw,
                             args: args_range,
                         }
                     }

@@ -106,6 +106,7 @@ pub async fn judge(
         leaks: Vec::new(),
         connections: Vec::new(),
         runs: 0,
+        stopped: false,
     };
     let launch = match inputs.layout.path.as_str() {
         APP_SERVER => Launch::AppServer,
@@ -172,6 +173,8 @@ struct Judgement<'a> {
     leaks: Vec<String>,
     connections: Vec<String>,
     runs: usize,
+    /// Set when codex could not be brought to start: nothing more is run.
+    stopped: bool,
 }
 
 impl Judgement<'_> {
@@ -551,8 +554,9 @@ impl Judgement<'_> {
         Ok(())
     }
 
-    /// Every item no verdict reached yet is not checked, for `why`.
+    /// Every item no verdict reached yet is not checked, for `why`; no later run is made.
     fn unjudged(&mut self, why: &str) {
+        self.stopped = true;
         for id in 0..self.items().len() {
             let live = !matches!(self.items()[id].kind, ItemKind::Package { .. });
             if live && self.verdicts[id].is_none() && !self.removed.contains(&id) {
@@ -630,6 +634,22 @@ impl Judgement<'_> {
         let config = self.attribute_config(message);
         if !config.is_empty() {
             return config;
+        }
+        // `error parsing -c overrides: Invalid override (missing '='): model`
+        if message.to_lowercase().contains("override") {
+            let found: Vec<usize> = items
+                .iter()
+                .filter(|i| match &i.kind {
+                    ItemKind::Override { key, raw, .. } => {
+                        message.trim_end().ends_with(&format!("{key}{raw}"))
+                    }
+                    _ => false,
+                })
+                .map(|i| i.id)
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
         }
         // A flag the message names (`--profile only applies to …`).
         items
@@ -906,7 +926,7 @@ impl Judgement<'_> {
             .args
             .iter()
             .any(|a| a.value == "--strict-config");
-        if !has_flag || given {
+        if !has_flag || given || self.stopped {
             return Ok(());
         }
         let before = self.removed.clone();
