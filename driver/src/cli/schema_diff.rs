@@ -20,22 +20,31 @@ pub(crate) async fn schema_diff(from: String, to: String, json: bool) -> anyhow:
         experimental_schema(&b).await?,
     );
     let diff = schema_diff::diff(&a.label(), &old, &b.label(), &new);
-    let cards = card::diff(
-        &card::card(&a, &progress).await?,
-        &card::card(&b, &progress).await?,
-    );
+    // The protocol diff stands without the cards: a binary that cannot print its features
+    // or completions is said, not fatal.
+    let cards = match (
+        card::card(&a, &progress).await,
+        card::card(&b, &progress).await,
+    ) {
+        (Ok(ca), Ok(cb)) => Ok(card::diff(&ca, &cb)),
+        (Err(e), _) | (_, Err(e)) => Err(format!("{e:#}")),
+    };
     if json {
         let mut value = serde_json::to_value(&diff)?;
+        let surface = match &cards {
+            Ok(d) => serde_json::to_value(d)?,
+            Err(e) => serde_json::json!({"error": e}),
+        };
         if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "configuration_surface".into(),
-                serde_json::to_value(&cards)?,
-            );
+            object.insert("configuration_surface".into(), surface);
         }
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", diff.to_text());
-        print!("{}", cards.to_text());
+        match &cards {
+            Ok(d) => print!("{}", d.to_text()),
+            Err(e) => println!("\nconfiguration surface: not compared ({e})"),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
