@@ -26,6 +26,7 @@ pub mod app_server;
 pub mod bench;
 pub mod client_check;
 pub mod codex;
+pub mod config;
 pub mod drift;
 pub mod harness;
 pub mod plan;

@@ -1,7 +1,7 @@
 //! The driver's layers, checked from its sources: a module may import only its own layer
 //! and the layers below it (codex < app_server < harness < drift < scenario_file <
-//! scenarios < plan < report < bench < cli), and no modules of one layer may import each
-//! other in a cycle.
+//! scenarios < plan < record < report < client_check < config < bench < cli), and no
+//! modules of one layer may import each other in a cycle.
 //!
 //! An import is a `crate::LAYER::module` path (or `codex_parity::LAYER::module` in the
 //! binary) outside comments; `crate::LAYER::Item` and `crate::LAYER::{self, ..}` name the
@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "record",
     "report",
     "client_check",
+    "config",
     "upgrade",
     "bench",
     "cli",

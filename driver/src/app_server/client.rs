@@ -319,14 +319,29 @@ pub struct AppServer {
 impl AppServer {
     /// Spawns `program app-server ARGS` with exactly the given environment.
     pub fn spawn(cmd: &AppServerCommand) -> anyhow::Result<AppServer> {
-        let mut command = cmd.process(&[], &[], (Stdio::piped(), Stdio::piped()));
-        let mut child = command.spawn().map_err(|e| {
-            anyhow::anyhow!(
-                "{}: cannot start {} app-server: {e}",
-                cmd.label,
-                cmd.program.display()
-            )
-        })?;
+        let command = cmd.process(&[], &[], (Stdio::piped(), Stdio::piped()));
+        AppServer::spawn_process(command, &cmd.label)
+    }
+
+    /// Spawns a command the caller built whole (program, arguments, environment, cwd): an
+    /// app-server launched the way an integrator launches it, flags before `app-server`
+    /// included. Its stdio is piped here, and it runs in a process group of its own that is
+    /// killed when the client is dropped, as with [`AppServer::spawn`].
+    pub fn spawn_process(mut command: Command, label: &str) -> anyhow::Result<AppServer> {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let mut child = command
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("{label}: cannot start {program}: {e}"))?;
         let pid = child.id();
         let stdin = child
             .stdin
@@ -340,7 +355,7 @@ impl AppServer {
             .stderr
             .take()
             .ok_or_else(|| anyhow::anyhow!("no stderr pipe"))?;
-        let (shared, exit_rx, line_rx) = Shared::new(&cmd.label, None);
+        let (shared, exit_rx, line_rx) = Shared::new(label, None);
         tokio::spawn(write_lines(stdin, line_rx));
         let stderr_done = tokio::spawn(read_stderr(shared.clone(), stderr));
         let stdout_done = tokio::spawn(read_lines(shared.clone(), stdout));

@@ -3,6 +3,7 @@
 mod bench;
 mod bisect;
 mod client_check;
+mod config;
 mod install;
 mod list;
 mod matrix;
@@ -28,6 +29,7 @@ use codex_parity::harness::run_dir;
 
 use bench::BenchArgs;
 use bisect::BisectArgs;
+use config::ConfigCommand;
 use run::RunArgs;
 use surface::SurfaceCommand;
 use sweep::{AuditArgs, SweepArgs};
@@ -407,6 +409,24 @@ enum Command {
         #[command(subcommand)]
         command: SurfaceCommand,
     },
+    /// Your configuration judged on real codex releases: how your program launches and
+    /// configures codex (config.toml and profile files, -c overrides, features, flags,
+    /// thread/start params, the path your launcher expects in the npm package), offline
+    /// and without a model (`config check`); a profile written from an existing codex home
+    /// (`config init`). See docs/config.md.
+    ///
+    /// Examples:
+    ///   codex-parity config init --codex-home ~/.codex --out codex-profile.toml -- app-server
+    ///   codex-parity config check codex-profile.toml 0.131.0 0.171.0
+    ///
+    /// Exit status of check: 0 every item accepted on every release named (warnings too,
+    /// unless --strict), 1 otherwise, 2 a bad profile (file:line:column named) or a codex
+    /// that cannot be had.
+    #[command(verbatim_doc_comment)]
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Run the mock Responses API sidecar (same as `codex-parity-sidecar`).
     #[command(disable_help_flag = true)]
     Sidecar {
@@ -497,6 +517,7 @@ impl Cli {
                 with_runtime(schema_diff::schema_diff(from, to, json))
             }
             Command::Surface { command } => with_runtime(surface::surface(command)),
+            Command::Config { command } => with_runtime(config::config(command)),
             Command::Sweep(args) => with_runtime(sweep::sweep(args)),
             Command::Baselines(BaselinesCommand::Audit(args)) => {
                 with_runtime(sweep::baselines_audit(args))
@@ -519,6 +540,7 @@ impl Command {
                 | Command::Bisect(_)
                 | Command::SchemaDiff { .. }
                 | Command::Surface { .. }
+                | Command::Config { .. }
                 | Command::Sweep(_)
         )
     }

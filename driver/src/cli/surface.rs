@@ -9,8 +9,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use codex_parity::app_server::transcript::SentKind;
 use codex_parity::codex::binaries;
+use codex_parity::codex::card;
 use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::codex::surface::{self, Surface, UseKind};
+use codex_parity::config::isolation::{HostConfig, Isolation};
+use codex_parity::config::uses as config_uses;
 use codex_parity::drift::{exec_surface, transcript};
 use codex_parity::harness::expectations::Expectations;
 use codex_parity::report::uses_coverage;
@@ -21,9 +24,14 @@ pub(crate) enum SurfaceCommand {
     /// Print the changes from A to B that touch the uses FILE lists; exit 1 when one is
     /// incompatible (a used method removed; a field it names gone, retyped or no longer
     /// required; an enum value of such a field removed; a new required params field of a
-    /// request it makes; an exec event, field or value gone from the golden exec streams),
-    /// 0 otherwise, 2 when FILE cannot be read (naming the line), names a method or field
-    /// neither schema has (a typo: the closest name is suggested) or a codex cannot be had.
+    /// request it makes; an exec event, field or value gone from the golden exec streams;
+    /// a feature gone or retired, a subcommand, flag or flag value gone, a package path
+    /// gone, a setting codex now ignores, remaps or refuses), 0 otherwise, 2 when FILE
+    /// cannot be read (naming the line), names a method or field neither schema has (a
+    /// typo: the closest name is suggested) or a codex cannot be had.
+    ///
+    /// `feature`, `flag` and `package` lines are judged on the releases' surface cards;
+    /// `config KEY [VALUE]` lines on the binaries themselves (as `config check` does).
     ///
     /// With --report DIR, the uses are also looked up in that run of B: each is either
     /// exercised by named behaviour scenarios (`=`) or only schema-checked (`?`).
@@ -92,7 +100,25 @@ async fn check(
     let expectations = Expectations::current()?;
     old.exec = exec_surface::observed(&expectations, &a.version)?;
     new.exec = exec_surface::observed(&expectations, &b.version)?;
-    let changes = surface::check(&uses, &old, &new);
+    if uses.iter().any(|u| u.kind.is_launch()) {
+        // A card that cannot be read leaves its launch uses "not checked", said per line.
+        for (surface, binary) in [(&mut old, &a), (&mut new, &b)] {
+            match card::card(binary, &progress).await {
+                Ok(c) => surface.card = Some(c),
+                Err(e) => eprintln!(
+                    "codex-parity: {}: no surface card ({e:#}); its feature, flag and package \
+                     uses are not checked",
+                    binary.label()
+                ),
+            }
+        }
+    }
+    let mut changes = surface::check(&uses, &old, &new);
+    if uses.iter().any(|u| u.kind == UseKind::Config) {
+        let isolation = Isolation::detect(HostConfig::Hide).await;
+        changes.extend(config_uses::changes(&uses, &a, &b, &isolation, &progress).await?);
+        changes.sort_by_key(|c| c.line);
+    }
     print!("{}", surface::render(&uses, &changes, &old, &new));
     if let (Some(run), Some(dir)) = (&run, report) {
         let (label, list) = uses_coverage::of(run, &b.version, &uses)?;

@@ -23,6 +23,15 @@
 //! new optional params field) are printed too. A method or field in neither schema is no
 //! change at all but a mistake of the file (a typo, `thread/strat`): it is *unknown*, with
 //! the closest name either schema has.
+//!
+//! How the integration launches codex has lines of its own, judged on the two releases'
+//! surface cards ([`crate::codex::card`]): `feature NAME` (a feature it enables or relies
+//! on: gone from the list or retired is incompatible), `flag SUBCOMMAND [--FLAG [VALUE]]` (a
+//! subcommand, `codex` for the top level and `exec/resume` for a nested one, and a flag and
+//! value it passes: gone is incompatible), `package PATH` (a path its launcher expects in
+//! the npm package: gone is incompatible). `config KEY [VALUE]` (a setting it writes) has no
+//! static source: the `surface` command judges it on the binaries themselves with the
+//! configuration check (`crate::config`), not here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -32,6 +41,7 @@ use anyhow::Context;
 use serde_json::Value;
 
 use crate::codex::binaries::CodexBinary;
+use crate::codex::card::Card;
 use crate::codex::schema::{self, Field, Schema};
 
 /// What kind of message a use names.
@@ -45,6 +55,14 @@ pub enum UseKind {
     ServerRequest,
     /// An event of `codex exec --json` it reads (`exec-event`).
     ExecEvent,
+    /// A feature flag it enables or relies on (`feature NAME`).
+    Feature,
+    /// A subcommand and a flag (with a value) it launches codex with (`flag SUB --FLAG V`).
+    Flag,
+    /// A configuration key (and value) it sets (`config KEY [VALUE]`).
+    Config,
+    /// A path its launcher expects inside the npm package (`package PATH`).
+    Package,
 }
 
 impl UseKind {
@@ -55,6 +73,10 @@ impl UseKind {
             UseKind::Notification => "notification",
             UseKind::ServerRequest => "server-request",
             UseKind::ExecEvent => "exec-event",
+            UseKind::Feature => "feature",
+            UseKind::Flag => "flag",
+            UseKind::Config => "config",
+            UseKind::Package => "package",
         }
     }
 
@@ -64,9 +86,22 @@ impl UseKind {
             UseKind::Notification,
             UseKind::ServerRequest,
             UseKind::ExecEvent,
+            UseKind::Feature,
+            UseKind::Flag,
+            UseKind::Config,
+            UseKind::Package,
         ]
         .into_iter()
         .find(|k| k.word() == word)
+    }
+
+    /// Whether the kind is about how codex is launched (judged on the surface cards or
+    /// live), not about the protocol.
+    pub fn is_launch(self) -> bool {
+        matches!(
+            self,
+            UseKind::Feature | UseKind::Flag | UseKind::Config | UseKind::Package
+        )
     }
 }
 
@@ -108,14 +143,24 @@ pub fn parse_uses(text: &str) -> Result<Vec<Use>, UsesError> {
         let kind_word = words.next().unwrap_or_default();
         let kind = UseKind::from_word(kind_word).ok_or_else(|| {
             err(format!(
-                "unknown kind {kind_word:?}: expected request, notification, server-request \
-                 or exec-event"
+                "unknown kind {kind_word:?}: expected request, notification, server-request, \
+                 exec-event, feature, flag, config or package"
             ))
         })?;
         let method = words
             .next()
-            .ok_or_else(|| err(format!("{kind_word} without a method")))?;
+            .ok_or_else(|| err(format!("{kind_word} without {}", what_follows(kind))))?;
         let fields: Vec<String> = words.map(String::from).collect();
+        if kind.is_launch() {
+            check_launch_use(kind, method, &fields).map_err(err)?;
+            uses.push(Use {
+                kind,
+                method: method.to_string(),
+                fields,
+                line,
+            });
+            continue;
+        }
         for f in &fields {
             let path = f.split_once('=').map_or(f.as_str(), |(p, _)| p);
             if f.contains('=') && kind != UseKind::ExecEvent {
@@ -143,6 +188,54 @@ pub fn parse_uses(text: &str) -> Result<Vec<Use>, UsesError> {
     Ok(uses)
 }
 
+/// What a kind's first word is, for messages.
+fn what_follows(kind: UseKind) -> &'static str {
+    match kind {
+        UseKind::Feature => "a feature name",
+        UseKind::Flag => "a subcommand (codex for the top level)",
+        UseKind::Config => "a key",
+        UseKind::Package => "a path",
+        _ => "a method",
+    }
+}
+
+/// The shape of a launch line: `feature NAME`, `flag SUB [--FLAG [VALUE]]`, `config KEY
+/// [VALUE]`, `package PATH`.
+fn check_launch_use(kind: UseKind, first: &str, rest: &[String]) -> Result<(), String> {
+    let most = match kind {
+        UseKind::Flag => 2,
+        UseKind::Config => 1,
+        _ => 0,
+    };
+    if rest.len() > most {
+        return Err(format!(
+            "{} takes at most {most} word(s) after {first:?}, found {}: {}",
+            kind.word(),
+            rest.len(),
+            rest.join(" ")
+        ));
+    }
+    match kind {
+        UseKind::Flag => {
+            if first.starts_with('-') {
+                return Err(format!(
+                    "flag starts with the subcommand (codex for the top level), not {first:?}"
+                ));
+            }
+            if let Some(flag) = rest.first()
+                && !flag.starts_with('-')
+            {
+                return Err(format!("{flag:?} is not a flag (--name or -x)"));
+            }
+        }
+        UseKind::Config if first.split('.').any(str::is_empty) => {
+            return Err(format!("{first:?} is not a dotted configuration key"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Reads a uses file.
 pub fn read_uses(path: &Path) -> anyhow::Result<Vec<Use>> {
     let text =
@@ -166,6 +259,8 @@ pub struct Surface {
     /// The `codex exec --json` events its golden exec streams hold (`None`: none recorded
     /// for its release).
     pub exec: Option<ExecSurface>,
+    /// Its surface card, for the launch uses (`None`: not read).
+    pub card: Option<Card>,
 }
 
 /// The `codex exec --json` events seen on one release: each event type with the field
@@ -247,6 +342,7 @@ impl Surface {
             requests,
             schema,
             exec: None,
+            card: None,
         })
     }
 
@@ -259,6 +355,7 @@ impl Surface {
                 .exec
                 .as_ref()
                 .is_some_and(|e| e.events.contains_key(method)),
+            _ => false,
         }
     }
 
@@ -273,7 +370,11 @@ impl Surface {
                     _ => return None,
                 }
             }
-            UseKind::ExecEvent => return None,
+            UseKind::ExecEvent
+            | UseKind::Feature
+            | UseKind::Flag
+            | UseKind::Config
+            | UseKind::Package => return None,
             UseKind::Notification | UseKind::ServerRequest => {
                 let map = if kind == UseKind::Notification {
                     &self.notifications
@@ -300,6 +401,10 @@ impl Surface {
                     .iter()
                     .flat_map(|e| e.events.keys().map(String::as_str)),
             ),
+            // How codex is launched is judged on the surface cards, not named here.
+            UseKind::Feature | UseKind::Flag | UseKind::Config | UseKind::Package => {
+                Box::new(std::iter::empty())
+            }
         }
     }
 
@@ -315,7 +420,11 @@ impl Surface {
                 }
                 None => Vec::new(),
             },
-            UseKind::ExecEvent => Vec::new(),
+            UseKind::ExecEvent
+            | UseKind::Feature
+            | UseKind::Flag
+            | UseKind::Config
+            | UseKind::Package => Vec::new(),
             UseKind::Notification | UseKind::ServerRequest => {
                 let map = if kind == UseKind::Notification {
                     &self.notifications
@@ -471,6 +580,15 @@ pub fn check(uses: &[Use], old: &Surface, new: &Surface) -> Vec<Change> {
         };
         let mut unknown = Vec::new();
         let what = format!("{} {}", u.kind.word(), u.method);
+        if u.kind == UseKind::Config {
+            continue;
+        }
+        if u.kind.is_launch() {
+            for (incompatible, text) in launch_changes(u, old, new) {
+                push(incompatible, format!("{what}{text}"));
+            }
+            continue;
+        }
         if u.kind == UseKind::ExecEvent {
             for (incompatible, text) in exec_changes(u, old, new) {
                 push(incompatible, format!("{what}{text}"));
@@ -574,6 +692,140 @@ fn exec_changes(u: &Use, old: &Surface, new: &Surface) -> Vec<(bool, String)> {
         }
     }
     out
+}
+
+/// How a launch use (`feature`, `flag`, `package`) changed between the two releases' cards:
+/// `(incompatible, text after the use's name)` per change.
+fn launch_changes(u: &Use, old: &Surface, new: &Surface) -> Vec<(bool, String)> {
+    let (Some(a), Some(b)) = (&old.card, &new.card) else {
+        return vec![(false, ": not checked, no surface card was read".into())];
+    };
+    match u.kind {
+        UseKind::Feature => feature_changes(&u.method, a, b),
+        UseKind::Flag => flag_changes(u, a, b),
+        UseKind::Package => package_changes(&u.method, a, b),
+        _ => Vec::new(),
+    }
+}
+
+fn feature_changes(name: &str, a: &Card, b: &Card) -> Vec<(bool, String)> {
+    let shown = |f: &crate::codex::features::Feature| {
+        format!("{}, {}", f.stage, if f.default { "on" } else { "off" })
+    };
+    match (a.feature(name), b.feature(name)) {
+        (None, None) => vec![(false, ": listed by neither release".into())],
+        (None, Some(f)) => vec![(false, format!(": new in {} ({})", b.version, shown(f)))],
+        (Some(f), None) => vec![(
+            true,
+            format!(": no longer listed in {} (was {})", b.version, shown(f)),
+        )],
+        (Some(was), Some(now)) => {
+            let mut out = Vec::new();
+            if was.stage != now.stage {
+                let retired = now.stage == "removed";
+                out.push((retired, format!(": stage {} -> {}", was.stage, now.stage)));
+            }
+            if was.default != now.default {
+                out.push((
+                    false,
+                    format!(
+                        ": default {} -> {}",
+                        if was.default { "on" } else { "off" },
+                        if now.default { "on" } else { "off" }
+                    ),
+                ));
+            }
+            out
+        }
+    }
+}
+
+fn flag_changes(u: &Use, a: &Card, b: &Card) -> Vec<(bool, String)> {
+    let path = command_path(&u.method);
+    let (ca, cb) = (a.command(&path), b.command(&path));
+    let (ca, cb) = match (ca, cb) {
+        (None, None) => return vec![(false, ": a command of neither release".into())],
+        (None, Some(_)) => return vec![(false, format!(": new in {}", b.version))],
+        (Some(_), None) => return vec![(true, format!(": command gone in {}", b.version))],
+        (Some(ca), Some(cb)) => (ca, cb),
+    };
+    let Some(flag) = u.fields.first() else {
+        return Vec::new();
+    };
+    let (la, lb) = (ca.long_of(flag), cb.long_of(flag));
+    let (fa, fb) = (
+        la.as_ref().and_then(|l| ca.flags.get(l)),
+        lb.as_ref().and_then(|l| cb.flags.get(l)),
+    );
+    let (fa, fb) = match (fa, fb) {
+        (None, None) => return vec![(false, format!(" {flag}: a flag of neither release"))],
+        (None, Some(_)) => return vec![(false, format!(" {flag}: new in {}", b.version))],
+        (Some(_), None) => return vec![(true, format!(" {flag}: gone in {}", b.version))],
+        (Some(fa), Some(fb)) => (fa, fb),
+    };
+    let mut out = Vec::new();
+    if fa.takes_value != fb.takes_value {
+        let now = if fb.takes_value {
+            "takes a value"
+        } else {
+            "takes no value"
+        };
+        out.push((true, format!(" {flag}: now {now}")));
+    }
+    if let Some(value) = u.fields.get(1) {
+        let listed = |f: &crate::codex::completion::FlagSpec| {
+            f.values.is_empty() || f.values.contains(value)
+        };
+        match (listed(fa), listed(fb)) {
+            (true, false) => out.push((
+                true,
+                format!(
+                    " {flag} {value}: no longer accepted (possible values: {})",
+                    fb.values.join(", ")
+                ),
+            )),
+            (false, true) => out.push((false, format!(" {flag} {value}: new in {}", b.version))),
+            (false, false) => out.push((false, format!(" {flag} {value}: accepted by neither"))),
+            (true, true) => {}
+        }
+    }
+    out
+}
+
+/// A `flag` use's subcommand as a card's command path: `codex` is the top level,
+/// `exec/resume` is `exec resume`.
+pub fn command_path(sub: &str) -> String {
+    if sub == "codex" {
+        String::new()
+    } else {
+        sub.replace('/', " ")
+    }
+}
+
+fn package_changes(path: &str, a: &Card, b: &Card) -> Vec<(bool, String)> {
+    let (Some(pa), Some(pb)) = (&a.package, &b.package) else {
+        let note = [a, b]
+            .iter()
+            .find_map(|c| c.package_note.clone())
+            .unwrap_or_default();
+        return vec![(false, format!(": not checked ({note})"))];
+    };
+    let entry = pb.entrypoint().unwrap_or_else(|| "none".into());
+    match (pa.contains(path), pb.contains(path)) {
+        (true, false) => vec![(
+            true,
+            format!(": gone from {} (its entrypoint is {entry})", pb.spec),
+        )],
+        (false, true) => vec![(false, format!(": new in {}", pb.spec))],
+        (false, false) => vec![(
+            false,
+            format!(
+                ": in neither package (the entrypoint of {} is {entry})",
+                pb.spec
+            ),
+        )],
+        (true, true) => Vec::new(),
+    }
 }
 
 /// Params fields a request must now send that it did not have to before.
@@ -706,6 +958,7 @@ mod tests {
             notifications,
             server_requests: BTreeMap::new(),
             exec: None,
+            card: None,
         }
     }
 

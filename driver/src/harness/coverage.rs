@@ -132,6 +132,8 @@ impl Exercised {
             UseKind::Notification => self.notifications.contains(method),
             UseKind::ServerRequest => self.server_requests.contains(method),
             UseKind::ExecEvent => self.exec_events.contains(method),
+            // How codex is launched is not a message a scenario exchanges.
+            UseKind::Feature | UseKind::Flag | UseKind::Config | UseKind::Package => false,
         }
     }
 
@@ -142,6 +144,9 @@ impl Exercised {
             UseKind::Notification => self.notifications.iter().map(String::as_str).collect(),
             UseKind::ServerRequest => self.server_requests.iter().map(String::as_str).collect(),
             UseKind::ExecEvent => self.exec_events.iter().map(String::as_str).collect(),
+            UseKind::Feature | UseKind::Flag | UseKind::Config | UseKind::Package => {
+                BTreeSet::new()
+            }
         }
     }
 }
@@ -198,7 +203,11 @@ impl Protocol {
             UseKind::Request => Some(&self.requests),
             UseKind::Notification => Some(&self.notifications),
             UseKind::ServerRequest => Some(&self.server_requests),
-            UseKind::ExecEvent => None,
+            UseKind::ExecEvent
+            | UseKind::Feature
+            | UseKind::Flag
+            | UseKind::Config
+            | UseKind::Package => None,
         }
     }
 }

@@ -10,7 +10,9 @@
 //!   ? line 4: request thread/rollback: only schema-checked (no scenario of the run used it)
 //! ```
 //!
-//! Coverage is per method: the fields a use names are checked against the schema only.
+//! Coverage is per method: the fields a use names are checked against the schema only. The
+//! launch uses (`feature`, `flag`, `config`, `package`) are left out: no scenario exchanges
+//! them as messages; `surface check` judges them on the binaries.
 
 use anyhow::bail;
 
@@ -56,6 +58,7 @@ pub fn of<'a>(
     let label = column.label.as_str();
     let list = uses
         .iter()
+        .filter(|u| !u.kind.is_launch())
         .map(|u| UseCoverage {
             use_: u,
             by: exercised_by(matrix, label, u.kind, &u.method),

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::harness::scenario::Scenario;
 
 /// The catalogue groups: id prefix, title, what the group proves.
-pub const GROUPS: [(&str, &str, &str); 11] = [
+pub const GROUPS: [(&str, &str, &str); 12] = [
     (
         "A",
         "Executor and turn parity",
@@ -90,6 +90,19 @@ pub const GROUPS: [(&str, &str, &str); 11] = [
          version`; and codex failing on its side: killed mid-turn and resumed, its stdin \
          closed, a client that stops reading while requests pile up, the model server gone \
          mid-response.",
+    ),
+    (
+        "J",
+        "Configuration: config.toml, overrides, features and their refusals",
+        "How the configuration an integrator launches codex with is taken, on the real \
+         app-server: `approval_policy = \"on-failure\"` applied as `on-request` (in \
+         config.toml and through `-c`) and refused as a `thread/start` param, `untrusted` \
+         refused in the thread's config map, a type error soft in config.toml and hard \
+         through `-c`, unknown keys warned about or refused by `--strict-config`, unknown \
+         features refused by `--enable` and warned about under `[features]`, a legacy \
+         feature alias and a retired feature, the legacy top-level `profile`, and \
+         `config/value/write`'s validation. `codex-parity config check` judges an \
+         integrator's own profile the same way (docs/config.md).",
     ),
     (
         "X",

@@ -10,7 +10,8 @@
 //! `startup_reads` (H10–H16), `thread_metadata` (H17), `server_requests` (H20–H22),
 //! `auth_refresh` (H23–H25), `mcp_elicitation` (H26–H28), `model_notices` (H30–H33) and
 //! `reasoning` (H34); group I: `listeners` (I1–I10), `listener_clients` (I11–I16) and
-//! `app_server_faults` (I20–I25); and group X: `exec` (X1–X7) and `exec_flags` (X8–X12).
+//! `app_server_faults` (I20–I25); group J: `configuration` (J1–J14); and group X: `exec`
+//! (X1–X7) and `exec_flags` (X8–X12).
 //! [`registry()`] lists them all. An integrator's scenario files become scenarios of the same
 //! kind in the layer below (`crate::scenario_file`). Each group file declares its scenarios
 //! with [`scenario!`](crate::scenario) in its `scenarios()`.
@@ -20,6 +21,7 @@ pub mod approvals;
 pub mod auth_refresh;
 pub mod catalogue;
 pub mod compaction;
+pub mod configuration;
 pub mod dynamic_tools;
 pub mod exec;
 pub mod exec_flags;

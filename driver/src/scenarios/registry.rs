@@ -45,6 +45,7 @@ pub fn registry() -> Vec<Scenario> {
         scenarios::listeners::scenarios,
         scenarios::listener_clients::scenarios,
         scenarios::app_server_faults::scenarios,
+        scenarios::configuration::scenarios,
         scenarios::exec::scenarios,
         scenarios::exec_flags::scenarios,
         scenarios::performance::scenarios,

@@ -20,6 +20,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::codex::binary::{self, CodexBinary};
+use crate::codex::package::PackageListing;
 use crate::codex::versions;
 
 mod cache;
@@ -83,6 +84,11 @@ pub struct InstallRecord {
     /// and checks its digest there, next to the executable).
     #[serde(default)]
     pub resources: Vec<String>,
+    /// Every file of the package and its `codex-package.json`; `None` for installs made
+    /// before codex-parity kept it (listed again from the registry when needed, see
+    /// [`package_listing`]).
+    #[serde(default)]
+    pub package: Option<PackageListing>,
 }
 
 /// The cache layout: 1 keeps the binary and the package's bundled resources beside it.
@@ -286,6 +292,10 @@ async fn fetch(
             .unwrap_or(0),
         layout: LAYOUT,
         resources: resources.iter().map(|(name, _)| name.to_string()).collect(),
+        package: Some(PackageListing {
+            spec: spec.to_owned(),
+            ..unpacked.listing
+        }),
     };
     publish(cache, version, &found, &resources, &record, tmp.path())
 }
@@ -393,6 +403,40 @@ fn bundled_resources(binary: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
         }
     }
     Ok(found)
+}
+
+/// Every file of `version`'s package: from its `install.json`, or, for a release installed
+/// before codex-parity kept the listing, from the registry (`npm pack` into a temporary
+/// directory of the cache, listed, removed; said through `progress`).
+pub async fn package_listing(
+    cache: &Cache,
+    version: &str,
+    progress: &dyn Progress,
+) -> Result<PackageListing> {
+    if let Ok(record) = read_record(cache, version)
+        && let Some(listing) = record.package
+    {
+        return Ok(listing);
+    }
+    let npm = binary::find_on_path("npm".as_ref())
+        .ok_or_else(|| anyhow!("cannot list Codex {version}'s package: `npm` is not on PATH"))?;
+    let spec = npm_package_spec_for(version, current_platform()?);
+    progress.message(&format!(
+        "listing {spec} (installed before codex-parity kept its file list)"
+    ));
+    let tmp_parent = cache.tmp_dir(version);
+    tokio::fs::create_dir_all(&tmp_parent)
+        .await
+        .with_context(|| format!("cannot create {}", tmp_parent.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("list-")
+        .tempdir_in(&tmp_parent)
+        .with_context(|| format!("cannot create a directory in {}", tmp_parent.display()))?;
+    let packed = npm_pack(&npm, &spec, &tmp.path().join("pack"), progress).await?;
+    let listing = list_package(&packed.tarball)
+        .await
+        .with_context(|| format!("listing {spec}"))?;
+    Ok(PackageListing { spec, ..listing })
 }
 
 /// Reads `<root>/<version>/install.json`.

@@ -11,15 +11,21 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{MIN_BINARY_SIZE, Progress, TICK, mb};
+use crate::codex::package::{DESCRIPTOR, Descriptor, PackageListing};
 
-/// Sizes seen while unpacking.
-#[derive(Debug, Clone, Copy)]
+/// Sizes seen while unpacking, and what the package holds.
+#[derive(Debug, Clone)]
 pub struct Unpacked {
     /// Size of the `.tgz`.
     pub compressed_bytes: u64,
     /// Bytes of tar stream read (the unpacked package size, roughly).
     pub unpacked_bytes: u64,
+    /// Every regular file of the package and its descriptor (`spec` left empty).
+    pub listing: PackageListing,
 }
+
+/// The largest descriptor read into memory; a bigger one is listed but not read.
+const MAX_DESCRIPTOR_BYTES: u64 = 64 * 1024;
 
 /// Unpacks from the gzip-compressed tarball `tgz` into `dest` only the entries that may be the
 /// native binary (regular files named `codex` larger than [`MIN_BINARY_SIZE`]) and the bundled
@@ -30,7 +36,7 @@ pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<
     let counter = Arc::new(AtomicU64::new(0));
     let task = {
         let (tgz, dest, counter) = (tgz.to_owned(), dest.to_owned(), Arc::clone(&counter));
-        tokio::task::spawn_blocking(move || unpack_blocking(&tgz, &dest, &counter))
+        tokio::task::spawn_blocking(move || unpack_blocking(&tgz, Some(&dest), &counter))
     };
     let total = gzip_uncompressed_size(tgz);
     let started = Instant::now();
@@ -81,19 +87,24 @@ impl<R: Read> Read for CountingReader<R> {
 }
 
 /// Synchronous body of [`unpack`].
+/// With `dest` `None` nothing is unpacked: the package is only listed.
 pub(super) fn unpack_blocking(
     tgz: &Path,
-    dest: &Path,
+    dest: Option<&Path>,
     counter: &Arc<AtomicU64>,
 ) -> Result<Unpacked> {
     let file = File::open(tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
     let compressed_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    if let Some(dest) = dest {
+        std::fs::create_dir_all(dest)
+            .with_context(|| format!("cannot create {}", dest.display()))?;
+    }
     let gz = flate2::read::GzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file));
     let mut reader = CountingReader {
         inner: gz,
         count: Arc::clone(counter),
     };
+    let mut listing = PackageListing::default();
     {
         let mut archive = tar::Archive::new(&mut reader);
         let entries = archive
@@ -102,13 +113,31 @@ pub(super) fn unpack_blocking(
         for entry in entries {
             let mut entry = entry.context("bad tar entry (truncated or not a tar archive)")?;
             let header = entry.header();
+            if header.entry_type().is_file()
+                && let Ok(path) = entry.path()
+            {
+                let (path, size) = (path.display().to_string(), header.size().unwrap_or(0));
+                listing.add(&path, size, header.mode().unwrap_or(0));
+                if path.ends_with(DESCRIPTOR) && size <= MAX_DESCRIPTOR_BYTES {
+                    let mut text = String::new();
+                    entry
+                        .read_to_string(&mut text)
+                        .with_context(|| format!("cannot read {path}"))?;
+                    let content = serde_json::from_str(&text)
+                        .with_context(|| format!("{path} is not JSON"))?;
+                    let path = crate::codex::package::normalize(&path).to_string();
+                    listing.descriptor = Some(Descriptor { path, content });
+                    continue;
+                }
+            }
+            let header = entry.header();
             let is_candidate = header.entry_type().is_file()
                 && entry.path().is_ok_and(|p| {
                     p.file_name()
                         .is_some_and(|n| is_native_binary(n, header.size().unwrap_or(0)))
                         || super::RESOURCES.iter().any(|r| p.ends_with(r))
                 });
-            if is_candidate {
+            if let (true, Some(dest)) = (is_candidate, dest) {
                 let name = entry
                     .path()
                     .map(|p| p.display().to_string())
@@ -126,9 +155,11 @@ pub(super) fn unpack_blocking(
     // end-of-archive marker).
     std::io::copy(&mut reader, &mut std::io::sink())
         .context("bad gzip data after the tar archive")?;
+    listing.finish();
     Ok(Unpacked {
         compressed_bytes,
         unpacked_bytes: counter.load(Ordering::Relaxed),
+        listing,
     })
 }
 
@@ -196,4 +227,14 @@ pub(super) fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// Lists the package in the tarball `tgz` without unpacking anything.
+pub(super) async fn list_package(tgz: &Path) -> Result<PackageListing> {
+    let tgz = tgz.to_owned();
+    let counter = Arc::new(AtomicU64::new(0));
+    let unpacked = tokio::task::spawn_blocking(move || unpack_blocking(&tgz, None, &counter))
+        .await
+        .context("the listing task panicked")??;
+    Ok(unpacked.listing)
 }
