@@ -8,6 +8,7 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,12 @@ const HANGING: &str = "sleep 601 &\necho 'fake codex: thinking' >&2\nexec sleep 
 /// fake's path, the run's output and how long it took.
 fn smoke_on_fake(sandbox: &Sandbox, app_server: &str) -> (String, Output, Duration) {
     let fake = sandbox.fake_codex(app_server);
+    smoke_on(sandbox, fake)
+}
+
+/// Runs the smoke scenario on the codex at `fake`; its path, the run's output and how
+/// long it took.
+fn smoke_on(sandbox: &Sandbox, fake: PathBuf) -> (String, Output, Duration) {
     let fake = fake.to_str().expect("utf-8 path").to_string();
     let (output, took) = sandbox.run(&[
         "run",
@@ -69,13 +76,18 @@ fn a_codex_that_exits_at_once_fails_the_scenario_naming_it_and_its_stderr() {
 #[test]
 fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed() {
     let sandbox = Sandbox::new();
-    let (fake, output, took) = smoke_on_fake(&sandbox, HANGING);
+    // It hangs on `--help` too: the help texts are read at once, one timeout for all.
+    let fake = sandbox.fake_codex(HANGING);
+    let script = std::fs::read_to_string(&fake).expect("reading the fake codex");
+    std::fs::write(&fake, script.replace(support::HELP_ANSWER, "")).expect("writing it");
+    let (fake, output, took) = smoke_on(&sandbox, fake);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
     for want in [
         &fake,
         "[last stderr line: fake codex: thinking]",
         "initialize got no answer within 20s",
+        "app-server --help took over",
     ] {
         assert!(all.contains(want), "missing {want:?} in\n{all}");
     }

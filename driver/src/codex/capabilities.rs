@@ -69,27 +69,19 @@ impl Capabilities {
                 binary.label()
             ),
         }
-        match ExecFlags::detect(binary).await {
-            Ok(flags) => caps.exec = Some(flags),
-            Err(e) => eprintln!(
-                "codex-parity: {}: its exec flags are unknown: {e:#}",
-                binary.label()
-            ),
-        }
-        match Help::read(binary, &[]).await {
-            Ok(help) => caps.codex = Some(help),
-            Err(e) => eprintln!(
-                "codex-parity: {}: its subcommands are unknown: {e:#}",
-                binary.label()
-            ),
-        }
-        match AppServerFlags::detect(binary).await {
-            Ok(flags) => caps.app_server = Some(flags),
-            Err(e) => eprintln!(
-                "codex-parity: {}: its app-server listeners are unknown: {e:#}",
-                binary.label()
-            ),
-        }
+        // The three help texts are read at once: a binary that hangs on `--help` costs
+        // one timeout, not three.
+        let (exec, codex, app_server) = tokio::join!(
+            ExecFlags::detect(binary),
+            Help::read(binary, &[]),
+            AppServerFlags::detect(binary)
+        );
+        let label = binary.label();
+        caps.exec = known(exec, || format!("{label}: its exec flags are unknown"));
+        caps.codex = known(codex, || format!("{label}: its subcommands are unknown"));
+        caps.app_server = known(app_server, || {
+            format!("{label}: its app-server listeners are unknown")
+        });
         Ok(caps)
     }
 
@@ -378,6 +370,17 @@ impl Capabilities {
             Ok(())
         } else {
             Err(format!("this codex sends no {method}"))
+        }
+    }
+}
+
+/// `result`'s value, or `None` with what `what` says and why on stderr.
+fn known<T>(result: anyhow::Result<T>, what: impl FnOnce() -> String) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(e) => {
+            eprintln!("codex-parity: {}: {e:#}", what());
+            None
         }
     }
 }

@@ -263,15 +263,21 @@ pub(crate) fn processes_mentioning(marker: &Path) -> Vec<String> {
     found
 }
 
+/// The fake codex's answer to any other `--help`: a usage line and no flags.
+pub(crate) const HELP_ANSWER: &str =
+    r#"case " $* " in *" --help "*) printf 'Usage: codex [OPTIONS]\n'; exit 0;; esac"#;
+
 /// Writes an executable fake `codex` into `dir`: `--version` says 0.171.0,
 /// `app-server generate-json-schema --out DIR` writes empty schemas, `exec --help` lists
-/// `--json`, and `app-server` itself runs `app_server` (sh).
+/// `--json`, any other `--help` answers [`HELP_ANSWER`], and `app-server` itself runs
+/// `app_server` (sh).
 pub(crate) fn fake_codex(dir: &Path, app_server: &str) -> PathBuf {
     let path = dir.join("codex");
     let script = format!(
         r#"#!/bin/sh
 if [ "$1" = "--version" ]; then echo "codex-cli 0.171.0"; exit 0; fi
 if [ "$1" = "exec" ]; then printf 'Usage: codex exec\n\nOptions:\n      --json\n'; exit 0; fi
+{HELP_ANSWER}
 if [ "$1" = "app-server" ] && [ "$2" = "generate-json-schema" ]; then
   mkdir -p "$4"
   for f in ClientRequest ServerRequest ServerNotification ClientNotification; do echo '{{"oneOf":[]}}' > "$4/$f.json"; done
