@@ -322,6 +322,17 @@ async fn thread_config_untrusted(ctx: &Ctx) -> anyhow::Result<()> {
     world.finish().await
 }
 
+/// The line (from 1) of the world's config.toml where `key` is set: what codex must name.
+fn line_of(world: &World, key: &str) -> anyhow::Result<usize> {
+    let path = world.home.join("config.toml");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .position(|l| l.starts_with(&format!("{key} =")))
+        .map(|i| i + 1)
+        .with_context(|| format!("{} does not set {key}", path.display()))
+}
+
 /// J5.
 async fn config_type_error(ctx: &Ctx) -> anyhow::Result<()> {
     let options = WorldOptions {
@@ -331,6 +342,7 @@ async fn config_type_error(ctx: &Ctx) -> anyhow::Result<()> {
     let mut world = ctx.world(options).await?;
     let app = world.start().await?;
     let path = world.home.join("config.toml").display().to_string();
+    let line = line_of(&world, "model_context_window")?;
     let warning = app
         .wait_notification(0, "configWarning", NOTICE, |p| {
             p["summary"] == "Invalid configuration; using defaults."
@@ -338,7 +350,11 @@ async fn config_type_error(ctx: &Ctx) -> anyhow::Result<()> {
         .await?;
     let p = warning.params();
     ensure_eq!(p["path"], json!(path), "configWarning path");
-    ensure_eq!(p["range"]["start"]["line"], json!(5), "configWarning line");
+    ensure_eq!(
+        p["range"]["start"]["line"],
+        json!(line),
+        "configWarning line"
+    );
     for attempt in 1..=2 {
         let cwd = world.workspace.display().to_string();
         let error = rpc_error(
@@ -348,8 +364,8 @@ async fn config_type_error(ctx: &Ctx) -> anyhow::Result<()> {
         ensure_eq!(error.code, -32600, "thread/start #{attempt}'s code");
         ensure!(
             error.message.contains("failed to load configuration")
-                && error.message.contains(&format!("{path}:5:")),
-            "thread/start #{attempt} does not name {path}:5: {}",
+                && error.message.contains(&format!("{path}:{line}:")),
+            "thread/start #{attempt} does not name {path}:{line}: {}",
             error.message
         );
     }
@@ -410,6 +426,7 @@ async fn strict_unknown_key(ctx: &Ctx) -> anyhow::Result<()> {
     };
     let mut world = ctx.world(options).await?;
     let path = world.home.join("config.toml").display().to_string();
+    let line = line_of(&world, "codex_parity_unknown_key")?;
     match start_or_refusal(&mut world).await? {
         Ok(_) => ctx.drift(
             "config.strict",
@@ -418,9 +435,9 @@ async fn strict_unknown_key(ctx: &Ctx) -> anyhow::Result<()> {
         ),
         Err(stderr) => ensure!(
             stderr.contains(&format!(
-                "{path}:5:1: unknown configuration field `codex_parity_unknown_key`"
+                "{path}:{line}:1: unknown configuration field `codex_parity_unknown_key`"
             )),
-            "stderr does not name {path}:5:1 and the field:\n{stderr}"
+            "stderr does not name {path}:{line}:1 and the field:\n{stderr}"
         ),
     }
     world.finish().await
