@@ -12,6 +12,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use codex_parity::codex::binaries::{self, CodexBinary};
@@ -98,7 +99,6 @@ fn check_command(
 }
 
 fn rand_suffix() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     N.fetch_add(1, Ordering::Relaxed).to_string()
 }
@@ -220,37 +220,46 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
     let output = run_all(&sandbox, &args);
     assert!(output.status.success(), "{}", text(&output));
     let dir = whole.join(format!("transcripts/{}", v.pinned));
-    let (mut seen, mut execs) = (0, 0);
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        let doc: Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
-        let exec = doc["connections"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|c| c["messages"].as_array().unwrap())
-            .all(|m| m["type"] == "event");
-        let command = if exec {
-            execs += 1;
-            exec_client(&[])
-        } else {
-            seen += 1;
-            client("tolerant")
-        };
-        let (output, rows, _) = check_command(
-            &sandbox,
-            &entry.path(),
-            &command,
-            &["--mutations", "none", "--timeout-secs", "20"],
-        );
-        assert_eq!(rows.len(), 1, "{}", text(&output));
-        assert!(
-            rows[0].2.is_i64(),
-            "{}: {}",
-            entry.path().display(),
-            text(&output)
-        );
-    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    // Each check mostly waits on its client and its mock: four at once.
+    let next = AtomicUsize::new(0);
+    let (seen, execs) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                while let Some(path) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let doc: Value =
+                        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+                    let exec = doc["connections"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .flat_map(|c| c["messages"].as_array().unwrap())
+                        .all(|m| m["type"] == "event");
+                    let command = if exec {
+                        execs.fetch_add(1, Ordering::Relaxed);
+                        exec_client(&[])
+                    } else {
+                        seen.fetch_add(1, Ordering::Relaxed);
+                        client("tolerant")
+                    };
+                    let (output, rows, _) = check_command(
+                        &sandbox,
+                        path,
+                        &command,
+                        &["--mutations", "none", "--timeout-secs", "20"],
+                    );
+                    assert_eq!(rows.len(), 1, "{}", text(&output));
+                    assert!(rows[0].2.is_i64(), "{}: {}", path.display(), text(&output));
+                }
+            });
+        }
+    });
+    let (seen, execs) = (seen.into_inner(), execs.into_inner());
     println!("served {seen} app-server transcripts and {execs} exec streams of the catalogue");
     assert!(
         seen >= 100 && execs >= 10,

@@ -7,11 +7,13 @@
 //!
 //! The guard runs as the hidden `codex-parity guard [--run-dir DIR]`, in a process group of
 //! its own (a signal to the owner's group does not reach it), and reads lines on its stdin:
-//! `watch PGID` and `release PGID`. When its stdin ends (the owner exited, however it
-//! exited) it sends SIGKILL to every group still watched, removes the owner's run directory
-//! once its lock is free (`crate::harness::run_dir`: only a dead run's, and only one named
-//! `codex-parity-run-…`), and exits. An owner that ends normally has released its groups
-//! and removed its directory already: the guard then only exits.
+//! `watch PGID`, `release PGID` and `done`. When its stdin ends (the owner exited, however
+//! it exited) it sends SIGKILL to every group still watched, removes the owner's run
+//! directory once its lock is free (`crate::harness::run_dir`: only a dead run's, and only
+//! one named `codex-parity-run-…`), and exits. An owner that ends normally says `done`
+//! before its stdin ends (dropping its [`Guard`]): it removes its own directory, so the
+//! guard kills what is still watched and exits at once, without waiting for that
+//! directory's lock (which the owner holds while it waits for the guard).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -85,6 +87,8 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // Alive and ending on its own: the run directory is this process's business.
+        let _ = self.say("done");
         self.stdin = None;
         // The guard exits right after its stdin ends: reap it rather than leave a zombie.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -103,6 +107,7 @@ impl Drop for Guard {
 /// cleaning up what its owner left.
 pub fn serve(run_dir: Option<PathBuf>) -> i32 {
     let mut groups = BTreeSet::new();
+    let mut owner_done = false;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let mut words = line.split_whitespace();
@@ -117,6 +122,7 @@ pub fn serve(run_dir: Option<PathBuf>) -> i32 {
             (Some("release"), Some(pgid)) => {
                 groups.remove(&pgid);
             }
+            (Some("done"), None) => owner_done = true,
             _ => {}
         }
     }
@@ -125,7 +131,8 @@ pub fn serve(run_dir: Option<PathBuf>) -> i32 {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     }
-    if let Some(dir) = run_dir
+    if !owner_done
+        && let Some(dir) = run_dir
         && dir
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(run_dir::PREFIX))
