@@ -187,7 +187,7 @@ def test_a_failed_client_check_fails_the_test_with_the_table(pytester):
             ]
         )
     result.stdout.fnmatch_lines(
-        ["client-check failed (report: *", "unknown-notification  survive  yes   FAILED  3 *"]
+        ["client-check failed (report: *", "unknown-notification  survive  yes   FAIL    3 *"]
     )
     assert result.ret == 1
 
