@@ -6,7 +6,8 @@
 //! on the comparison set, sessions recorded with `record --keep` (their relay logs, the
 //! client's answers checked) and the scenario files `record` wrote, run on codex for them.
 //! Each client gets the table its code predicts, and a strict exec client recorded on
-//! 0.131.0 is caught breaking on 0.140.0's stream; bad input is refused.
+//! 0.131.0 is caught breaking on 0.140.0's stream; bad input is refused. Every transcript
+//! of the whole catalogue served to a client is a long test, run with `--ignored`.
 
 mod support;
 
@@ -212,6 +213,18 @@ fn the_catalogues_transcripts_meet_a_strict_and_a_tolerant_client() {
         assert_eq!(rows, passed(&["none"]), "{}", text(&output));
         assert_eq!(output.status.code(), Some(0));
     }
+    let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
+    assert!(left.is_empty(), "client-check left processes: {left:?}");
+}
+
+/// Long: the whole catalogue's run on the pinned version, then every transcript of it served
+/// to a client. CI runs it in a step of its own (`cargo test --features codex-parity --test
+/// client_check -- --ignored`, see README).
+#[test]
+#[ignore = "long (about a minute): CI runs it with --ignored"]
+fn every_transcript_of_the_catalogue_is_served_to_a_client() {
+    let v = versions::load().unwrap();
+    let sandbox = Sandbox::with_real_baselines();
     // Every transcript of the whole catalogue on the pinned version is served unmutated:
     // the app-server ones to the tolerant client, the exec streams (group X) to the exec
     // client. Each ends, none hangs (a failed turn exits 1, which the table says).
