@@ -76,18 +76,13 @@ fn a_codex_that_exits_at_once_fails_the_scenario_naming_it_and_its_stderr() {
 #[test]
 fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed() {
     let sandbox = Sandbox::new();
-    // It hangs on `--help` too: the help texts are read at once, one timeout for all.
-    let fake = sandbox.fake_codex(HANGING);
-    let script = std::fs::read_to_string(&fake).expect("reading the fake codex");
-    std::fs::write(&fake, script.replace(support::HELP_ANSWER, "")).expect("writing it");
-    let (fake, output, took) = smoke_on(&sandbox, fake);
+    let (fake, output, took) = smoke_on_fake(&sandbox, HANGING);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
     for want in [
         &fake,
         "[last stderr line: fake codex: thinking]",
         "initialize got no answer within 20s",
-        "app-server --help took over",
     ] {
         assert!(all.contains(want), "missing {want:?} in\n{all}");
     }
@@ -96,6 +91,32 @@ fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed()
         "took {took:?}\n{all}"
     );
     sandbox.assert_clean("after a codex that never answers");
+}
+
+/// What `codex --help`, `codex exec --help` and `codex app-server --help` may take (10 s).
+const HELP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_codex_that_hangs_on_help_costs_one_help_timeout_not_three() {
+    let sandbox = Sandbox::new();
+    let fake = sandbox.fake_codex("echo 'fake codex: refusing to start' >&2; exit 3");
+    let script = std::fs::read_to_string(&fake).expect("reading the fake codex");
+    // Every `--help` but exec's runs the script's end: a background child, then sleep.
+    let hanging = script.replace(support::HELP_ANSWER, "").replace(
+        "echo 'fake codex: refusing",
+        "case \" $* \" in *\" --help \"*) sleep 601 & exec sleep 600;; esac\necho 'fake codex: refusing",
+    );
+    std::fs::write(&fake, hanging).expect("writing the fake codex");
+    let (_, output, took) = smoke_on(&sandbox, fake);
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    for want in ["app-server --help took over", "its subcommands are unknown"] {
+        assert!(all.contains(want), "missing {want:?} in\n{all}");
+    }
+    // The help texts are read at once: one timeout, where one after the other took two.
+    assert!(took >= HELP_TIMEOUT, "took {took:?}\n{all}");
+    assert!(took < HELP_TIMEOUT * 2, "took {took:?}\n{all}");
+    sandbox.assert_clean("after a codex that hangs on --help");
 }
 
 #[test]
