@@ -2,7 +2,9 @@
 //! result, recorded on 0.131.0, replays green on 0.171.0 (codex still does what the file
 //! says) while the client itself breaks on 0.171.0's session (two new fields): the upgrade
 //! says so and exits 1. The same client told 0.171.0's fields upgrades from 0.161.0 to
-//! 0.171.0 with nothing broken: exit 0. Bad input exits 2.
+//! 0.171.0 with nothing broken: exit 0. A configuration profile whose `thread/start`
+//! `approvalPolicy: "on-failure"` 0.143.0 refuses fails the upgrade from 0.142.5; one with
+//! `on-request` passes it. Bad input exits 2 (a bad profile before any codex is looked for).
 
 mod support;
 
@@ -124,4 +126,60 @@ async fn a_client_side_break_fails_the_upgrade_and_none_passes_it() {
     assert_exit_2_naming(&o, "no scenario files");
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "upgrade left processes behind: {left:?}");
+}
+
+/// `--profile`: the configuration judged on A and B. `approvalPolicy: "on-failure"` in
+/// `thread/start` is refused from 0.143.0: upgrading to it breaks; `on-request` holds.
+#[test]
+fn a_profile_that_b_refuses_fails_the_upgrade_and_one_that_holds_passes_it() {
+    let sandbox = Sandbox::new();
+    let profile = |policy: &str| {
+        let path = sandbox.root.path().join(format!("{policy}.toml"));
+        std::fs::write(
+            &path,
+            format!("args = [\"app-server\"]\n[thread_start]\napprovalPolicy = \"{policy}\"\n"),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let upgrade = |from: &str, to: &str, profile: &str| {
+        let mut cmd =
+            sandbox.command(&["upgrade", "--from", from, "--to", to, "--profile", profile]);
+        cmd.env(
+            codex_parity::codex::install::CACHE_ENV,
+            Cache::from_env().unwrap().root(),
+        );
+        finish(cmd, "upgrade --profile")
+    };
+    let o = upgrade("0.142.5", "0.143.0", &profile("on-failure"));
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("your configuration (1 not taken by 0.143.0)")
+            && all.contains(
+                "your configuration's on-failure.toml:3 thread/start approvalPolicy: \"on-failure\" \
+                 is not taken by 0.143.0 (REFUSED thread)"
+            ),
+        "{all}"
+    );
+    let o = upgrade("0.142.5", "0.143.0", &profile("on-request"));
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("your configuration (0 not taken by 0.143.0)"),
+        "{all}"
+    );
+    // A profile that does not read is refused before any codex runs.
+    let bad = sandbox.root.path().join("bad.toml");
+    std::fs::write(&bad, "pakage = [\"x\"]\n").unwrap();
+    let (o, _) = sandbox.run(&[
+        "upgrade",
+        "--from",
+        "0.142.5",
+        "--to",
+        "0.143.0",
+        "--profile",
+        bad.to_str().unwrap(),
+    ]);
+    assert_exit_2_naming(&o, "bad.toml:1:1: unknown key \"pakage\"");
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use codex_parity::codex::binaries;
 use codex_parity::codex::install::{Cache, StderrProgress};
+use codex_parity::config::profile::Profile;
 use codex_parity::report::destination;
 use codex_parity::upgrade::{self, UpgradeOptions};
 
@@ -26,6 +27,11 @@ pub(crate) struct UpgradeArgs {
     /// A to B.
     #[arg(long, value_name = "FILE")]
     uses: Option<PathBuf>,
+    /// Your configuration profile (config.toml, `-c` overrides, features, flags, the
+    /// package layout; docs/config.md, `codex-parity config init` writes one), judged on A
+    /// and on B.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// A folder of your scenario files (what `codex-parity record` wrote): each runs on A
     /// and on B, and your client (after `--`) is checked against its session as A and as
     /// B send it.
@@ -55,14 +61,17 @@ pub(crate) struct UpgradeArgs {
 /// Judges the upgrade: exit 0 when nothing your integration relies on broke, 1 when
 /// something did (each named), 2 on bad input.
 pub(crate) async fn upgrade(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
-    if args.uses.is_none() && args.recordings.is_none() {
+    if args.uses.is_none() && args.recordings.is_none() && args.profile.is_none() {
         anyhow::bail!(
             "nothing of your integration to judge: give --uses FILE (what it uses of the \
-             protocol) and/or --recordings DIR (its recorded sessions; with your client after \
-             `--`), e.g. `codex-parity upgrade --from 0.161.0 --to 0.171.0 --uses \
-             codex-uses.txt --recordings tests/codex -- python3 my_client.py`"
+             protocol), --profile FILE (how it configures codex) and/or --recordings DIR (its \
+             recorded sessions; with your client after `--`), e.g. `codex-parity upgrade \
+             --from 0.161.0 --to 0.171.0 --uses codex-uses.txt --profile codex-profile.toml \
+             --recordings tests/codex -- python3 my_client.py`"
         );
     }
+    // The profile is read before any codex is looked for: a bad one costs no download.
+    let profile = args.profile.as_deref().map(Profile::read).transpose()?;
     if let Some(dir) = &args.report {
         destination::prepare(dir, "--report", args.replace_report)?;
     }
@@ -73,6 +82,7 @@ pub(crate) async fn upgrade(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         from,
         to,
         uses: args.uses,
+        profile,
         recordings: args.recordings,
         command: args.command,
         timeout: Duration::from_secs(args.timeout_secs),

@@ -2,6 +2,8 @@
 //! from everything the integration relies on:
 //!
 //! - the **surface** its uses file lists, checked from A to B (`crate::codex::surface`);
+//! - its **configuration** (a `config check` profile: config.toml, `-c`, features, flags,
+//!   the package layout), judged on A and on B ([`configuration`]);
 //! - every **recording** (scenario file) of its folder, run on A and on B: codex still does
 //!   what the file says, or not;
 //! - its **client**, checked against the session of each recording as A sends it and as B
@@ -12,6 +14,7 @@
 //!
 //! [`Upgrade`] ([`verdict`]) holds all of it and says what broke.
 
+pub mod configuration;
 pub mod known;
 pub mod verdict;
 
@@ -28,6 +31,7 @@ use crate::codex::binaries::OneBinary;
 use crate::codex::binary::CodexBinary;
 use crate::codex::schema_diff;
 use crate::codex::surface::{self, Surface};
+use crate::config::profile::Profile;
 use crate::drift::exec_surface;
 use crate::harness::baseline::Baselines;
 use crate::harness::expectations::Expectations;
@@ -35,7 +39,7 @@ use crate::harness::outcome::OutcomeKind;
 use crate::harness::sidecar::SidecarLauncher;
 use crate::plan::{Options, Plan};
 
-pub use verdict::{ClientRow, RecordingRow, SurfacePart, Upgrade};
+pub use verdict::{ClientRow, ConfigItem, ConfigPart, RecordingRow, SurfacePart, Upgrade};
 
 /// What to judge.
 #[derive(Debug, Clone)]
@@ -46,6 +50,8 @@ pub struct UpgradeOptions {
     pub to: CodexBinary,
     /// The integration's uses file (`docs/surface.md`).
     pub uses: Option<PathBuf>,
+    /// The integration's configuration profile, read (`docs/config.md`).
+    pub profile: Option<Profile>,
     /// A folder of scenario files: the integration's recordings.
     pub recordings: Option<PathBuf>,
     /// The integration's client and its arguments (checked against each recording).
@@ -62,6 +68,7 @@ pub struct UpgradeOptions {
 /// read, a folder without scenario files) is an error before anything runs.
 pub async fn upgrade(o: &UpgradeOptions) -> anyhow::Result<Upgrade> {
     let uses = o.uses.as_deref().map(surface::read_uses).transpose()?;
+    let profile = o.profile.as_ref();
     let recordings = match &o.recordings {
         Some(dir) => recording_files(dir)?,
         None => Vec::new(),
@@ -74,10 +81,15 @@ pub async fn upgrade(o: &UpgradeOptions) -> anyhow::Result<Upgrade> {
     }
     let (from, to) = (&o.from, &o.to);
     eprintln!(
-        "codex-parity: upgrade {} -> {}: the protocol{}{}{}",
+        "codex-parity: upgrade {} -> {}: the protocol{}{}{}{}",
         from.version,
         to.version,
         if uses.is_some() { ", your uses" } else { "" },
+        if profile.is_some() {
+            ", your configuration"
+        } else {
+            ""
+        },
         if recordings.is_empty() {
             String::new()
         } else {
@@ -106,6 +118,10 @@ pub async fn upgrade(o: &UpgradeOptions) -> anyhow::Result<Upgrade> {
         }
         None => None,
     };
+    let config = match profile {
+        Some(profile) => Some(configuration::judge(profile, from, to).await?),
+        None => None,
+    };
     let known = known::between(&Baselines::builtin()?, &from.version, &to.version);
     let recorded = match &o.recordings {
         Some(dir) if !recordings.is_empty() => replay(o, dir).await?,
@@ -122,6 +138,7 @@ pub async fn upgrade(o: &UpgradeOptions) -> anyhow::Result<Upgrade> {
         to: to.version.clone(),
         protocol,
         surface,
+        config,
         recordings: recorded,
         clients,
         known,

@@ -19,6 +19,27 @@ pub struct SurfacePart {
     pub unknown: usize,
 }
 
+/// The integration's configuration (a `config check` profile) judged on A and on B.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConfigPart {
+    /// `config check`'s report on the two releases.
+    pub text: String,
+    /// Each item not accepted on B (a warning counts as accepted), with B's cell and
+    /// whether A accepted it.
+    pub broken: Vec<ConfigItem>,
+}
+
+/// One item of the profile that does not hold on B.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConfigItem {
+    /// Where it is (`FILE:LINE`) and what it is, as `config check`'s table shows it.
+    pub item: String,
+    /// Its cell on B (`REFUSED start`, `remapped:on-request`, …).
+    pub on_to: String,
+    /// Whether A accepted it.
+    pub held_on_from: bool,
+}
+
 /// One recording run on A and on B.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RecordingRow {
@@ -60,6 +81,8 @@ pub struct Upgrade {
     pub protocol: String,
     /// The uses file's check, when one was given.
     pub surface: Option<SurfacePart>,
+    /// The configuration's check, when a profile was given.
+    pub config: Option<ConfigPart>,
     /// The recordings, each on A and B.
     pub recordings: Vec<RecordingRow>,
     /// The client against each recording.
@@ -93,6 +116,17 @@ impl Upgrade {
                     s.unknown
                 ));
             }
+        }
+        for c in self.config.iter().flat_map(|c| &c.broken) {
+            let also = if c.held_on_from {
+                ""
+            } else {
+                " (nor by the codex you run today)"
+            };
+            out.push(format!(
+                "your configuration's {} is not taken by {} ({}){also}",
+                c.item, self.to, c.on_to
+            ));
         }
         for r in &self.recordings {
             if !holds(r.on_to) {
@@ -142,6 +176,14 @@ impl Upgrade {
             out.push_str(&format!(
                 "\nyour uses ({} incompatible):\n{}",
                 s.incompatible, s.text
+            ));
+        }
+        if let Some(c) = &self.config {
+            out.push_str(&format!(
+                "\nyour configuration ({} not taken by {}):\n{}",
+                c.broken.len(),
+                self.to,
+                c.text
             ));
         }
         if !self.recordings.is_empty() {
@@ -307,5 +349,36 @@ mod tests {
             "{}",
             u.text()
         );
+    }
+
+    #[test]
+    fn a_configuration_item_b_does_not_take_breaks_the_upgrade() {
+        let mut u = Upgrade {
+            from: "0.142.5".into(),
+            to: "0.143.0".into(),
+            config: Some(ConfigPart::default()),
+            ..Upgrade::default()
+        };
+        assert!(u.broke().is_empty(), "no item broken");
+        u.config = Some(ConfigPart {
+            text: "config check ...\n".into(),
+            broken: vec![ConfigItem {
+                item: "p.toml:3 thread/start approvalPolicy: \"on-failure\"".into(),
+                on_to: "REFUSED thread".into(),
+                held_on_from: true,
+            }],
+        });
+        assert_eq!(
+            u.broke(),
+            [
+                "your configuration's p.toml:3 thread/start approvalPolicy: \"on-failure\" is not \
+              taken by 0.143.0 (REFUSED thread)"
+            ]
+        );
+        assert!(
+            u.text()
+                .contains("your configuration (1 not taken by 0.143.0):")
+        );
+        assert_eq!(u.code(), 1);
     }
 }
