@@ -6,6 +6,7 @@
 
 pub mod child;
 pub mod client;
+mod connection;
 pub mod exec;
 pub mod listener;
 pub mod message;
