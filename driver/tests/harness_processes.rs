@@ -10,6 +10,7 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -246,6 +247,16 @@ fn keep_leaves_the_world_for_inspection_and_no_process() {
         .filter(|p| p.ends_with("codex-home/config.toml") || p.ends_with("/workspace"))
         .collect();
     assert_eq!(kept.len(), 2, "kept world: {kept:?}\n{all}");
+    // The kept world is the user's alone.
+    let root = all
+        .lines()
+        .find_map(|l| l.strip_prefix("codex-parity: keeping "))
+        .expect("the kept world's path");
+    let mode = std::fs::metadata(root)
+        .expect("the kept world")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "{root}: mode {mode:o}");
     let left = sandbox.wait_for_no_processes(Duration::from_secs(5));
     assert!(left.is_empty(), "processes left: {left:?}");
     assert!(Sandbox::leftovers(&sandbox.home).is_empty());

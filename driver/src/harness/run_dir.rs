@@ -16,6 +16,7 @@
 //! stopped; for a killed run, the links left in its directory lead the next run to them.
 
 use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -46,8 +47,10 @@ impl RunDir {
     /// there. Returns it and the directories removed.
     pub fn claim(parent: &Path) -> anyhow::Result<(RunDir, Vec<PathBuf>)> {
         let removed = sweep(parent);
+        // The user's alone: every temporary file of the run is made in it.
         let dir = tempfile::Builder::new()
             .prefix(PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(parent)
             .with_context(|| format!("creating a run directory in {}", parent.display()))?;
         // Locked under another name first, then renamed: a `.lock` that another run's sweep

@@ -7,6 +7,7 @@
 //! turn).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -358,8 +359,10 @@ impl World {
         } else {
             tempfile::env::temp_dir()
         };
+        // The user's alone, kept or not (it holds codex's home and what the scenario ran).
         let dir = tempfile::Builder::new()
             .prefix("codex-parity-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&parent)
             .context("creating the scenario's temporary directory")?;
         let root = dir
