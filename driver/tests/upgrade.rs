@@ -169,6 +169,42 @@ fn a_profile_that_b_refuses_fails_the_upgrade_and_one_that_holds_passes_it() {
         all.contains("your configuration (0 not taken by 0.143.0)"),
         "{all}"
     );
+    // Secrets in the profile (a key's shape, a secret-named variable's value) are in
+    // nothing the upgrade prints or writes.
+    let secret = sandbox.root.path().join("secret.toml");
+    std::fs::write(
+        &secret,
+        "args = [\"-c\", \"experimental_bearer_token=\\\"sk-PLANTEDkey1234567890abcdef\\\"\", \
+         \"-c\", \"model=\\\"PLANTEDenvvalue42\\\"\", \"app-server\"]\n",
+    )
+    .unwrap();
+    let report = sandbox.root.path().join("report");
+    let mut cmd = sandbox.command(&[
+        "upgrade",
+        "--from",
+        "0.142.5",
+        "--to",
+        "0.143.0",
+        "--profile",
+        secret.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    cmd.env(
+        codex_parity::codex::install::CACHE_ENV,
+        Cache::from_env().unwrap().root(),
+    )
+    .env("MY_SERVICE_TOKEN", "PLANTEDenvvalue42");
+    let o = finish(cmd, "upgrade --profile with secrets");
+    let all = text(&o);
+    assert!(all.contains("your configuration ("), "{all}");
+    let written = ["upgrade.json", "upgrade.md"]
+        .map(|f| std::fs::read_to_string(report.join(f)).unwrap())
+        .join("\n");
+    assert!(
+        !all.contains("PLANTED") && !written.contains("PLANTED"),
+        "{all}\n{written}"
+    );
     // A profile that does not read is refused before any codex runs.
     let bad = sandbox.root.path().join("bad.toml");
     std::fs::write(&bad, "pakage = [\"x\"]\n").unwrap();

@@ -17,6 +17,7 @@ use crate::config::items::{self, Grammar, Item, Layout};
 use crate::config::judge::{self, Inputs, Judged};
 use crate::config::profile::Profile;
 use crate::config::verdict::Verdict;
+use crate::record::redact::Redactor;
 
 /// Where releases to probe come from: the published list, and installs.
 #[allow(async_fn_in_trait)]
@@ -100,6 +101,26 @@ pub struct ReleaseReport {
 }
 
 impl Report {
+    /// Replaces every secret `redactor` finds in the report's text (outcomes compare the
+    /// same: a value is replaced the same way on every release).
+    fn redact(&mut self, redactor: &mut Redactor) {
+        for item in &mut self.items {
+            item.item = redactor.text(&item.item);
+            for v in item.verdicts.values_mut() {
+                v.detail = v.detail.as_deref().map(|d| redactor.text(d));
+                v.messages = v.messages.iter().map(|m| redactor.text(m)).collect();
+            }
+            for c in &mut item.changes {
+                (c.from, c.to) = (redactor.text(&c.from), redactor.text(&c.to));
+            }
+        }
+        for run in &mut self.runs {
+            for list in [&mut run.notes, &mut run.leaks, &mut run.connections] {
+                *list = list.iter().map(|l| redactor.text(l)).collect();
+            }
+        }
+    }
+
     /// Whether every item passes on every release named (warnings fail when strict).
     pub fn passes(&self) -> bool {
         self.items.iter().all(|i| {
@@ -247,7 +268,7 @@ pub async fn check(
             }
         })
         .collect();
-    Ok(Report {
+    let mut report = Report {
         profile: profile.path.display().to_string(),
         releases: named,
         probed,
@@ -255,7 +276,17 @@ pub async fn check(
         runs,
         isolation: isolation.describe(),
         strict,
-    })
+    };
+    // What the report shows (the profile's items as written, codex's own words) holds no
+    // secret: the values of secret-named variables and secret shapes are replaced.
+    let env = std::env::vars_os();
+    report.redact(&mut Redactor::for_recording(
+        &[],
+        "OPENAI_API_KEY",
+        env,
+        Vec::new(),
+    )?);
+    Ok(report)
 }
 
 /// An item's outcome on one release, as compared.
