@@ -13,10 +13,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::codex::binaries::CodexBinary;
+use crate::codex::private_run;
 
 /// How long `codex completion fish` may take.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -62,20 +62,7 @@ pub type Commands = BTreeMap<String, CommandSpec>;
 
 /// The commands of `binary`, from `codex completion fish`.
 pub async fn read(binary: &CodexBinary) -> anyhow::Result<Commands> {
-    let home = tempfile::tempdir().context("creating a home for codex completion")?;
-    let mut cmd = tokio::process::Command::new(&binary.path);
-    cmd.args(["completion", "fish"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CODEX_HOME", home.path())
-        .current_dir(home.path())
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(TIMEOUT, cmd.output())
-        .await
-        .map_err(|_| anyhow::anyhow!("{} completion fish took over {TIMEOUT:?}", binary.label()))?
-        .with_context(|| format!("cannot run {} completion fish", binary.label()))?;
+    let output = private_run::output(binary, &["completion", "fish"], TIMEOUT).await?;
     anyhow::ensure!(
         output.status.success(),
         "{} completion fish failed ({}): {}",

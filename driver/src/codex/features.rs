@@ -12,6 +12,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::codex::binaries::CodexBinary;
+use crate::codex::private_run;
 
 /// How long one `codex features list` may take.
 const LIST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -67,26 +68,9 @@ pub async fn list_with(
     binary: &CodexBinary,
     args: &[&str],
 ) -> anyhow::Result<Result<String, String>> {
-    let home = tempfile::tempdir().context("creating a home for codex features list")?;
-    let mut cmd = tokio::process::Command::new(&binary.path);
-    cmd.args(args)
-        .args(["features", "list"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CODEX_HOME", home.path())
-        .current_dir(home.path())
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(LIST_TIMEOUT, cmd.output())
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{} features list took over {LIST_TIMEOUT:?}",
-                binary.label()
-            )
-        })?
-        .with_context(|| format!("cannot run {} features list", binary.label()))?;
+    let mut all = args.to_vec();
+    all.extend(["features", "list"]);
+    let output = private_run::output(binary, &all, LIST_TIMEOUT).await?;
     if output.status.success() {
         return Ok(Ok(String::from_utf8_lossy(&output.stdout).into_owned()));
     }

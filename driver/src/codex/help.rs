@@ -18,6 +18,7 @@ use anyhow::Context;
 
 use crate::codex::binaries::CodexBinary;
 use crate::codex::fingerprint;
+use crate::codex::private_run;
 
 /// How long one `codex … --help` may take.
 const HELP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -139,38 +140,16 @@ fn store(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `codex WORDS… --help` with a home of its own, in a process group of its own that is
-/// killed after it (a binary that hangs leaves nothing).
+/// Runs `codex WORDS… --help` ([`crate::codex::private_run`]): its text when it exits 0.
 async fn run_help(binary: &CodexBinary, words: &[&str], limit: Duration) -> anyhow::Result<String> {
-    let shown = format!("{} {} --help", binary.label(), words.join(" "));
-    let home = tempfile::tempdir().with_context(|| format!("creating a home for {shown}"))?;
-    let mut cmd = tokio::process::Command::new(&binary.path);
-    cmd.args(words)
-        .arg("--help")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODEX_HOME", home.path())
-        .env("HOME", home.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let child = cmd.spawn().with_context(|| format!("cannot run {shown}"))?;
-    let group = child
-        .id()
-        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-    let output = tokio::time::timeout(limit, child.wait_with_output()).await;
-    if let Some(group) = group {
-        // What it started goes with it, whether it answered or hung.
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
-    let output = output
-        .map_err(|_| anyhow::anyhow!("{shown} took over {limit:?}"))?
-        .with_context(|| format!("cannot run {shown}"))?;
+    let mut args = words.to_vec();
+    args.push("--help");
+    let output = private_run::output(binary, &args, limit).await?;
     anyhow::ensure!(
         output.status.success(),
-        "{shown} failed ({}): {}",
+        "{} {} failed ({}): {}",
+        binary.label(),
+        args.join(" "),
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );

@@ -16,6 +16,7 @@ pub mod fingerprint;
 pub mod help;
 pub mod install;
 pub mod package;
+pub mod private_run;
 pub mod schema;
 pub mod schema_cache;
 pub mod schema_diff;
