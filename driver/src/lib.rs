@@ -2,7 +2,11 @@
 //! Codex release, against the real `codex app-server` and a mock Responses API (the
 //! sidecar).
 //!
-//! The crate is laid out in layers, each depending only on the ones listed before it:
+//! The crate is laid out in layers, each depending only on the ones listed before it. The
+//! first five are the engine's (crate `codex-parity-engine`), `scenarios` is the catalogue's
+//! (crate `codex-parity-catalogue`): both are re-exported here under their own names, so
+//! that `codex_parity::harness` is the one path to each, and each crate builds while the
+//! compiler works on the next.
 //!
 //! | layer | what it holds |
 //! |---|---|
@@ -16,29 +20,24 @@
 //! | [`record`] | recording an integrator's session: the shim, the recording proxy, the scenario file written from both sides |
 //! | [`report`] | one results matrix rendered for the terminal, JSON, JUnit, Markdown and HTML |
 //! | [`client_check`] | the integrator's client served a session and its mutations by a mock app-server, and the verdict |
+//! | [`config`] | the configuration surface: config.toml keys, `-c`, features and flags judged per release |
 //! | [`upgrade`] | "can I upgrade from A to B?": the uses, the recordings, the client and the known changes, one verdict |
 //! | [`mod@bench`] | measurements: overhead, suite, soak, load, transports |
 //!
 //! The `codex-parity` binary (`src/main.rs`, `src/cli/`) sits on top of all of them;
 //! [`suggest`] (the "did you mean" of messages) is used by any of them.
 
-pub mod app_server;
+pub use codex_parity_catalogue::scenarios;
+pub use codex_parity_engine::{
+    app_server, codex, drift, ensure_eq, harness, scenario, scenario_file, suggest,
+};
+
 pub mod bench;
 pub mod client_check;
-pub mod codex;
 pub mod config;
-pub mod drift;
-pub mod harness;
 pub mod plan;
 pub mod record;
 pub mod report;
-pub mod scenario_file;
-pub mod scenarios;
-pub mod suggest;
 pub mod upgrade;
 
-/// Locks a mutex, recovering from poisoning: a scenario that panicked while holding a lock
-/// must not hide what was recorded.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use codex_parity_engine::lock;

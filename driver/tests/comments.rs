@@ -43,6 +43,8 @@ fn comments_fit_the_width() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
     for dir in [
+        "engine/src",
+        "catalogue/src",
         "driver/src",
         "driver/tests",
         "sidecar/src",

@@ -2,7 +2,7 @@
 //! requests (`golden/VERSION/SCENARIO.json`) and the golden transcripts
 //! (`golden-transcripts/VERSION/SCENARIO.json`), laid out as the repository's `fixtures/`.
 //!
-//! They are compiled into the binary (`driver/build.rs`), so a `codex-parity` installed with
+//! They are compiled into the binary (`engine/build.rs`), so a `codex-parity` installed with
 //! `cargo install`, copied out of a CI cache or run after its checkout moved judges exactly
 //! as one run inside the checkout. A directory given with `--fixtures DIR` (or
 //! `CODEX_PARITY_FIXTURES=DIR`) replaces them all: for development, and for `--bless`,
@@ -270,9 +270,9 @@ impl Expectations {
     }
 }
 
-/// The relative paths of every compiled-in expectation file, sorted (what the tests check).
-#[cfg(test)]
-pub(crate) fn compiled_files() -> impl Iterator<Item = &'static str> {
+/// The relative paths of every compiled-in expectation file, sorted (what the tests check:
+/// every golden file belongs to a scenario of the catalogue).
+pub fn compiled_files() -> impl Iterator<Item = &'static str> {
     compiled::FILES.iter().map(|(path, _)| *path)
 }
 

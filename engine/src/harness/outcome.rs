@@ -180,8 +180,8 @@ pub struct KnownDrift {
 }
 
 impl KnownDrift {
-    /// A listed drift whose entry gives `reason`, for the tests of what reports show.
-    #[cfg(test)]
+    /// A listed drift (key `test.key`) whose entry gives `reason`: what the tests of the
+    /// reports (in the `codex-parity` crate) build their rows from.
     pub fn with_reason(reason: &str, contradicts: bool) -> KnownDrift {
         KnownDrift {
             drift: Drift::new("test.key", Value::from("seen"), "as seen"),

@@ -58,7 +58,7 @@ pub const FRESH_HOMES_ENV: &str = "CODEX_PARITY_FRESH_HOMES";
 
 /// A closed local port: the scratch home's provider and proxies point here, so a request
 /// codex might make while the template is made fails at once instead of leaving.
-pub(crate) const NOWHERE: &str = "http://127.0.0.1:9";
+pub const NOWHERE: &str = "http://127.0.0.1:9";
 
 /// One binary's template: the files [`kept`] of a first-started home, by name.
 #[derive(Debug, Clone, Default)]

@@ -131,7 +131,7 @@ async fn compact(app: &AppServer, thread: &str) -> anyhow::Result<(Value, Turn)>
         .turn_id()
         .context("turn/started without a turn id")?
         .to_string();
-    app.started_turns.record(&json!({"turn": {"id": id}}));
+    app.note_started_turn(&id);
     let started = StartedTurn {
         id,
         thread_id: thread.to_string(),

@@ -17,8 +17,9 @@
 //! - [`diagnostic`]: errors with their place in the file.
 //!
 //! ```no_run
-//! use codex_parity::{scenario_file, scenarios::registry};
-//! let builtins: Vec<&str> = registry().iter().map(|s| s.name).collect();
+//! use codex_parity_engine::scenario_file;
+//! // The names a file may not take: the catalogue's (`codex_parity::scenarios::registry()`).
+//! let builtins = ["initialize_handshake", "thread_start_defaults"];
 //! let loaded = scenario_file::load_dirs(&["examples/scenarios".into()], &builtins)?;
 //! for s in &loaded.scenarios {
 //!     println!("{} ({})", s.name, s.id);

@@ -10,7 +10,7 @@
 //! use std::path::Path;
 //! // The source app-server has exited (its rollout is flushed); the target home has its
 //! // config.toml, and no app-server runs there yet.
-//! let clone = codex_parity::scenarios::support::rollout::clone_rollout(
+//! let clone = codex_parity_catalogue::scenarios::support::rollout::clone_rollout(
 //!     Path::new("/homes/source"),
 //!     "01a229ef-36fa-7a12-aa86-35ad4e7d3ea9",
 //!     Path::new("/homes/private"),

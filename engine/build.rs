@@ -18,7 +18,7 @@ fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let fixtures = manifest
         .parent()
-        .expect("the driver sits in the workspace")
+        .expect("the engine sits in the workspace")
         .join("fixtures");
     println!("cargo:rerun-if-changed={}", fixtures.display());
     let mut files = Vec::new();
@@ -41,7 +41,7 @@ fn main() {
         println!(
             "cargo::error=the expectations to compile in are missing: {} (no such directory, \
              no *.json in it, or no such file). codex-parity builds from a checkout of its \
-             repository or from its sdist, both of which carry fixtures/ beside driver/; a \
+             repository or from its sdist, both of which carry fixtures/ beside engine/; a \
              package without fixtures/ (e.g. `cargo package`) cannot build it",
             missing.join(", ")
         );

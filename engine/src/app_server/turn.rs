@@ -135,6 +135,13 @@ impl AppServer {
     pub fn started_turns(&self) -> Vec<String> {
         self.started_turns.ids()
     }
+
+    /// Records a turn the server started without a `turn/start` (a compaction's, announced
+    /// by `turn/started`), so that [`AppServer::started_turns`] lists it too.
+    pub fn note_started_turn(&self, id: &str) {
+        self.started_turns
+            .record(&serde_json::json!({"turn": {"id": id}}));
+    }
 }
 
 /// A `text` user input item.

@@ -39,7 +39,7 @@ pub struct Target {
 
 /// Reads the capabilities of every binary; its baseline is its version's entries of
 /// `baselines`. Only a plan prepares targets (`crate::plan::PlanBuilder::build`).
-pub(crate) async fn prepare(
+pub async fn prepare(
     binaries: Vec<CodexBinary>,
     baselines: &Baselines,
 ) -> anyhow::Result<Vec<Target>> {
