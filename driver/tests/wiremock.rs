@@ -1,5 +1,5 @@
 //! The Responses mock on a `wiremock::MockServer` of the test's own, set up only through
-//! `codex_parity_sidecar::wiremock`: the real codex (pinned) runs a plain turn and a dynamic
+//! `codex_parity_wiremock`: the real codex (pinned) runs a plain turn and a dynamic
 //! tool round trip against it, and the plain turn's request, normalised, is the one the
 //! same turn sends the sidecar.
 
@@ -12,8 +12,8 @@ use codex_parity::harness::scenario::{Ctx, Scenario};
 use codex_parity::harness::sidecar::SidecarLauncher;
 use codex_parity::harness::world::WorldOptions;
 use codex_parity::plan::session::Session;
-use codex_parity_sidecar::wiremock as responses;
 use codex_parity_sidecar::{Scripted, bodies};
+use codex_parity_wiremock as responses;
 use serde_json::json;
 
 async fn session() -> Session {

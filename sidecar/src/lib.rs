@@ -61,8 +61,6 @@ pub mod control;
 pub mod mcp;
 pub mod mock;
 pub mod wire;
-#[cfg(feature = "wiremock")]
-pub mod wiremock;
 
 pub use control::{cli, client, protocol, spawn};
 pub use mock::{captured, connection, decode, pairing, script, server, timing};
@@ -70,7 +68,7 @@ pub use wire::{bodies, compaction, events, rate_limits, sse, ws_frames};
 
 pub use control::client::{Client, ClientError, Ready, ShutdownReply};
 pub use control::spawn::{Ended, Exit, SidecarProcess, Stderr};
-pub use mock::capture::SELECTED_HEADERS;
+pub use mock::capture::{SELECTED_HEADERS, read_http_request};
 pub use mock::captured::{CapturedRequest, Outcome};
 pub use mock::connection::{ConnectionScript, Handshake, Warmup};
 pub use mock::script::{Endpoint, ScriptError, Scripted, ScriptedReply, When};

@@ -77,7 +77,7 @@ pub struct WorldOptions {
     pub allow_unpaired_turn_started: bool,
     /// The provider's `base_url`: the world's sidecar when `None`, else a server of the
     /// test's own on loopback (a `wiremock::MockServer`'s `uri()/v1`, see
-    /// `codex_parity_sidecar::wiremock::base_url`). The world's sidecar still runs and
+    /// `codex_parity_wiremock::base_url`). The world's sidecar still runs and
     /// must then see no request.
     pub provider_url: Option<String>,
     /// The provider takes codex's OpenAI auth (`requires_openai_auth = true` instead of an

@@ -106,6 +106,32 @@ pub(crate) fn decoded_body(headers: &[(String, String)], raw: &[u8]) -> (Vec<u8>
     }
 }
 
+/// One HTTP request read as the sidecar reads what it receives: header names lower-cased and
+/// repeated ones joined, the body decoded by its `content-encoding` (codex's `zstd`), the
+/// input checked; `index` is its place in arrival order. What another server's mock (the
+/// `codex-parity-wiremock` crate's) captures with.
+pub fn read_http_request<'a>(
+    index: u64,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+    raw_body: &[u8],
+) -> CapturedRequest {
+    let headers = merge_headers(headers);
+    let (body, decode_error) = decoded_body(&headers, raw_body);
+    let mut record = Capture::new(
+        method.to_string(),
+        path.to_string(),
+        query.map(str::to_string),
+        headers,
+    );
+    record.index = index;
+    record.body = body;
+    record.decode_error = decode_error;
+    record.to_captured_request()
+}
+
 impl Capture {
     /// Whether this is a model request.
     pub(crate) fn is_model_request(&self) -> bool {

@@ -16,7 +16,18 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_codex-parity-sidecar");
+/// The sidecar to run and its arguments: this crate's binary in its own tests, `codex-parity
+/// sidecar` in the driver's (`driver/tests/sidecar_on_codex.rs` includes this file).
+fn program() -> (&'static str, &'static [&'static str]) {
+    match (
+        option_env!("CARGO_BIN_EXE_codex-parity-sidecar"),
+        option_env!("CARGO_BIN_EXE_codex-parity"),
+    ) {
+        (Some(sidecar), _) => (sidecar, &[]),
+        (None, Some(driver)) => (driver, &["sidecar"]),
+        (None, None) => panic!("no sidecar binary in this package's tests"),
+    }
+}
 
 /// A running sidecar binary.
 pub(crate) struct Sidecar {
@@ -28,7 +39,9 @@ pub(crate) struct Sidecar {
 
 impl Sidecar {
     pub(crate) fn start() -> Sidecar {
-        let mut child = Command::new(BIN)
+        let (bin, args) = program();
+        let mut child = Command::new(bin)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -8,6 +8,7 @@
 //! hermetically: its own temp `CODEX_HOME`, an environment without `OPENAI_*`/`CODEX_*`,
 //! `--disable plugins`, and it is killed at the end.
 
+#[path = "../../sidecar/tests/v2/mod.rs"]
 mod v2;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,11 +1,12 @@
-//! The Responses mock on your own [`wiremock::MockServer`] (feature `wiremock`): responders
-//! built from the crate's wire-format builders (the same event JSON and SSE framing the
+//! The Responses mock on your own [`wiremock::MockServer`]: responders built from the
+//! `codex-parity-sidecar` crate's wire-format builders (the same event JSON and SSE framing the
 //! sidecar serves), mounting helpers for one response, a sequence and a response chosen by
 //! a matcher, and a [`Capture`] of what codex sent, read as [`CapturedRequest`]s (the body
 //! decoded from codex's `zstd`, the tool-call pairing checked).
 //!
 //! ```no_run
-//! use codex_parity_sidecar::{bodies, wiremock as responses};
+//! use codex_parity_sidecar::bodies;
+//! use codex_parity_wiremock as responses;
 //!
 //! # async fn doc() {
 //! let server = wiremock::MockServer::start().await;
@@ -37,10 +38,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Match, Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::mock::capture::{Capture as Record, decoded_body, merge_headers};
-use crate::mock::captured::CapturedRequest;
-use crate::mock::pairing;
-use crate::wire::sse;
+use codex_parity_sidecar::{CapturedRequest, pairing, read_http_request, sse};
 
 /// The base URL to give codex's provider for `server` (`{uri}/v1`).
 pub fn base_url(server: &MockServer) -> String {
@@ -66,9 +64,9 @@ pub fn error_response(status: u16, message: &str) -> ResponseTemplate {
 }
 
 /// The answer of `POST …/responses/compact`: a JSON body with `output` (see
-/// [`crate::compaction::compact_body`]).
+/// [`codex_parity_sidecar::compaction::compact_body`]).
 pub fn compact_response(output: Vec<Value>) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(crate::compaction::compact_body(output))
+    ResponseTemplate::new(200).set_body_json(codex_parity_sidecar::compaction::compact_body(output))
 }
 
 /// Matches the model requests: `POST …/responses` (not `…/responses/compact`).
@@ -93,23 +91,17 @@ impl<A: Match, B: Match> Match for Both<A, B> {
 /// `request` read as the sidecar reads one: headers merged, the body decoded by its
 /// `content-encoding`, parsed, and checked for tool-call pairing; `index` is its place.
 pub fn captured(request: &Request, index: u64) -> CapturedRequest {
-    let headers = merge_headers(
+    read_http_request(
+        index,
+        request.method.as_ref(),
+        request.url.path(),
+        request.url.query(),
         request
             .headers
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_bytes())),
-    );
-    let (body, decode_error) = decoded_body(&headers, &request.body);
-    let mut record = Record::new(
-        request.method.to_string(),
-        request.url.path().to_string(),
-        request.url.query().map(str::to_string),
-        headers,
-    );
-    record.index = index;
-    record.body = body;
-    record.decode_error = decode_error;
-    record.to_captured_request()
+        &request.body,
+    )
 }
 
 /// What a mounted mock answered: every request, in arrival order, as [`CapturedRequest`]s.
@@ -338,7 +330,7 @@ impl Match for PairingHolds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bodies;
+    use codex_parity_sidecar::bodies;
 
     async fn post(server: &MockServer, body: Value) -> (u16, String) {
         post_to(server, "/v1/responses", body).await
@@ -448,7 +440,9 @@ mod tests {
     async fn pairing_holds_matches_only_a_whole_history_and_compact_and_errors_answer() {
         let server = MockServer::start().await;
         Mock::given(compact_request())
-            .respond_with(compact_response(vec![crate::compaction::item("c", "S")]))
+            .respond_with(compact_response(vec![
+                codex_parity_sidecar::compaction::item("c", "S"),
+            ]))
             .mount(&server)
             .await;
         let whole = mount_when(&server, pairing_holds(), bodies::assistant_reply("r", "ok")).await;
