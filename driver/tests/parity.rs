@@ -30,6 +30,7 @@ use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::drift::transcript;
 use codex_parity::harness::baseline::Baseline;
 use codex_parity::harness::outcome::Outcome;
+use codex_parity::harness::run_dir::{self, RunDir};
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario;
 use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
@@ -133,6 +134,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The worlds go in a run directory of this process's, as `codex-parity run`'s do (in
+    // memory unless TMPDIR says where); it is removed when `main` returns.
+    let run_dir = match RunDir::claim(&run_dir::scratch_parent()) {
+        Ok((dir, _)) => dir,
+        Err(e) => {
+            eprintln!("parity: cannot make a run directory: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let _ = tempfile::env::override_temp_dir(run_dir.path());
     // The plan every front-end builds, from what the environment sets; libtest filters
     // the trials itself.
     let options = Options::from_env();
@@ -170,7 +181,10 @@ fn main() -> ExitCode {
     let handle = runtime.handle().clone();
     let mut trials = Vec::new();
     let mut not_applicable = Vec::new();
-    for (target, s) in plan.cells() {
+    // Trials start in the order given: as `run`'s, those that wait first (`start_rank`).
+    let mut cells = plan.cells();
+    cells.sort_by_key(|(_, s)| runner::start_rank(s));
+    for (target, s) in cells {
         let name = scenario::test_name(s, &target.binary);
         let na = (s.applies)(&target.caps).err();
         if let Some(reason) = &na {

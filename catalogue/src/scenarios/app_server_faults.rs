@@ -85,13 +85,15 @@ pub fn scenarios() -> Vec<Scenario> {
              -32001 \"Server overloaded; retry later.\", none left unanswered, and the turn \
              completes",
             stops_reading(true)
-        ),
+        )
+        .waits(),
         scenario!(
             "app_server_requests_while_client_stops_reading",
             "I25b",
             "as I25, the client on a connection of a ws:// listener",
             stops_reading(true)
         )
+        .waits()
         .over_listener(
             "app_server_requests_while_client_stops_reading_over_ws_listener",
             "I25b",

@@ -51,7 +51,8 @@ pub fn scenarios() -> Vec<Scenario> {
              with an error, after one model request",
             refresh(Answer::Nothing)
         )
-        .applies(|c| c.needs_server_request(REFRESH)),
+        .applies(|c| c.needs_server_request(REFRESH))
+        .waits(),
     ]
 }
 

@@ -77,7 +77,8 @@ pub fn scenarios() -> Vec<Scenario> {
             "retry progress is progress; one terminal failure after 1 + 5 requests",
             retry_progress
         )
-        .timeout(Duration::from_secs(90)),
+        .timeout(Duration::from_secs(90))
+        .waits(),
         scenario!(
             "dynamic_tool_round_trip",
             "A8",

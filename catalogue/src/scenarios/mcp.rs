@@ -88,7 +88,8 @@ pub fn scenarios() -> Vec<Scenario> {
              completes",
             malformed
         )
-        .applies(Capabilities::needs_mcp),
+        .applies(Capabilities::needs_mcp)
+        .waits(),
     ]
 }
 

@@ -34,7 +34,8 @@ pub fn scenarios() -> Vec<Scenario> {
              is retried, and the turn fails or succeeds on the retry",
             http_stall
         )
-        .timeout(Duration::from_secs(40)),
+        .timeout(Duration::from_secs(40))
+        .waits(),
         scenario!(
             "transport_http_closed_mid_stream",
             "F11",

@@ -57,7 +57,8 @@ pub fn scenarios() -> Vec<Scenario> {
              HTTP in the same turn, later turns on HTTP",
             upgrade_hangs
         )
-        .timeout(Duration::from_secs(45)),
+        .timeout(Duration::from_secs(45))
+        .waits(),
         scenario!(
             "transport_websocket_closed_before_first_event",
             "F6",

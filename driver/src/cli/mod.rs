@@ -546,10 +546,11 @@ impl Command {
     }
 }
 
-/// Claims this process's run directory in the temporary directory (removing those of
-/// killed runs, said on stderr) and makes it where every temporary directory goes.
+/// Claims this process's run directory ([`run_dir::scratch_parent`]: in memory unless
+/// `TMPDIR` says where), removing those of killed runs (said on stderr), and makes it where
+/// every temporary directory goes.
 fn claim_run_dir() -> anyhow::Result<run_dir::RunDir> {
-    let parent = std::env::temp_dir();
+    let parent = run_dir::scratch_parent();
     let (dir, removed) = run_dir::RunDir::claim(&parent)?;
     if !removed.is_empty() {
         eprintln!(

@@ -293,6 +293,13 @@ pub fn planned<'a>(
         .collect()
 }
 
+/// The order scenarios start in, lowest first: those that wait on a timeout
+/// ([`Scenario::waits`]), then by their own timeout, longest first (the wall time is then
+/// close to the longest one). A sort by it is stable: the catalogue's order otherwise.
+pub fn start_rank(s: &Scenario) -> impl Ord + use<> {
+    (std::cmp::Reverse(s.waits), std::cmp::Reverse(s.timeout))
+}
+
 /// What [`run_shard_until`] got done.
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
@@ -307,9 +314,8 @@ pub struct Finished {
 /// Runs the cells of `shard` (see [`crate::harness::shard`]), at most `jobs` at once,
 /// telling `on_progress` as each starts and ends; stops when `stop` resolves: every
 /// running scenario is then cancelled and has ended (its worlds dropped: codex and sidecar
-/// killed, directories removed) before this returns. The slowest-bounded scenarios start
-/// first (the wall time is then close to the longest one); records come back in (target,
-/// scenario) order.
+/// killed, directories removed) before this returns. Scenarios start in [`start_rank`]
+/// order; records come back in (target, scenario) order.
 pub async fn run_shard_until(
     targets: &[Target],
     scenarios: &[Scenario],
@@ -323,9 +329,10 @@ pub async fn run_shard_until(
     let limit = Arc::new(Semaphore::new(slots as usize));
     let jobs = planned(targets, scenarios, shard);
     let running: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
-    // Tasks queue on the semaphore in spawn order: spawn the longest-bounded first.
+    // Tasks queue on the semaphore in spawn order: those that wait and the longest-bounded
+    // first.
     let mut spawn_order: Vec<usize> = (0..jobs.len()).collect();
-    spawn_order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].1.timeout));
+    spawn_order.sort_by_key(|&i| start_rank(jobs[i].1));
     let mut set = JoinSet::new();
     let mut task_of = HashMap::new();
     for i in spawn_order {
@@ -398,6 +405,24 @@ pub async fn run_shard_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn those_that_wait_start_first_then_the_longest_bounded_then_catalogue_order() {
+        let s = |name: &'static str, secs: u64| {
+            Scenario::new(name, "T", "", |_| Box::pin(async { Ok(()) }))
+                .timeout(Duration::from_secs(secs))
+        };
+        let mut all = [
+            s("a", 60),
+            s("b", 30).waits(),
+            s("c", 90),
+            s("d", 60),
+            s("e", 10).waits(),
+        ];
+        all.sort_by_key(start_rank);
+        let order: Vec<&str> = all.iter().map(|s| s.name).collect();
+        assert_eq!(order, ["b", "e", "c", "a", "d"]);
+    }
 
     #[test]
     fn default_jobs_is_some_per_core_within_memory() {

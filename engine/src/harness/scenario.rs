@@ -58,6 +58,10 @@ pub struct Scenario {
     /// scenarios, whose measurements another scenario's codex would disturb; see
     /// [`Scenario::exclusive`]).
     pub exclusive: bool,
+    /// Whether it waits on a timeout of its own or of codex's (seconds, not round trips):
+    /// the runner starts it before the others so that the wait overlaps them (see
+    /// [`Scenario::waits`]).
+    pub waits: bool,
 }
 
 /// Which golden expectations a scenario keeps: its normalised model requests
@@ -110,6 +114,7 @@ impl Scenario {
             listen: Listen::Stdio,
             golden: GoldenKinds::default(),
             exclusive: false,
+            waits: false,
         }
     }
 
@@ -163,6 +168,14 @@ impl Scenario {
     /// and starts nothing else until it ends.
     pub fn exclusive(mut self) -> Scenario {
         self.exclusive = true;
+        self
+    }
+
+    /// The same scenario marked as one that waits on a timeout (codex's idle timeout, an
+    /// unanswered refresh, a bounded wait for answers that may never come): started before
+    /// the others, its wait overlaps their work instead of running alone at the end.
+    pub fn waits(mut self) -> Scenario {
+        self.waits = true;
         self
     }
 
