@@ -78,9 +78,10 @@ impl Sandbox {
 
     /// A fresh sandbox with empty directories, baselines included (fake codex runs).
     pub(crate) fn new() -> Sandbox {
+        // Where a run without TMPDIR puts its run directory (in memory when it can).
         let root = tempfile::Builder::new()
             .prefix("codex-parity-sandbox-")
-            .tempdir()
+            .tempdir_in(codex_parity::harness::run_dir::scratch_parent())
             .expect("a temporary directory");
         let path = root.path().canonicalize().expect("canonical sandbox path");
         let (tmp, home, cwd, expected) = (
