@@ -23,8 +23,9 @@ use codex_parity_sidecar::{Scripted, bodies};
 use rustix::process::Signal;
 use support::{Sandbox, text};
 
-/// The time `initialize` may take before the harness gives up (`DEFAULT_CALL_TIMEOUT`).
-const INITIALIZE_TIMEOUT: Duration = codex_parity::app_server::DEFAULT_CALL_TIMEOUT;
+/// The time `initialize` may take before the harness gives up in the test of a codex that
+/// never answers (`run --call-timeout-secs 3`; 20 s, `DEFAULT_CALL_TIMEOUT`, unless told).
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// An app-server that never answers: a background child in codex's process group (which
 /// must die with it), a line on stderr, then sleep.
@@ -69,20 +70,33 @@ fn a_codex_that_exits_at_once_fails_the_scenario_naming_it_and_its_stderr() {
         assert!(all.contains(want), "missing {want:?} in\n{all}");
     }
     // An exit is reported when it happens, not when the initialize timeout runs out.
-    assert!(took < INITIALIZE_TIMEOUT / 2, "took {took:?}\n{all}");
+    assert!(
+        took < codex_parity::app_server::DEFAULT_CALL_TIMEOUT / 2,
+        "took {took:?}\n{all}"
+    );
     sandbox.assert_clean("after a codex that exits at once");
 }
 
 #[test]
 fn a_codex_that_never_answers_initialize_fails_after_the_timeout_and_is_killed() {
     let sandbox = Sandbox::new();
-    let (fake, output, took) = smoke_on_fake(&sandbox, HANGING);
+    let fake = sandbox.fake_codex(HANGING);
+    let fake = fake.to_str().expect("utf-8 path").to_string();
+    let (output, took) = sandbox.run(&[
+        "run",
+        "--codex-bin",
+        &fake,
+        "--filter",
+        "A1",
+        "--call-timeout-secs",
+        "3",
+    ]);
     let all = text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
     for want in [
         &fake,
         "[last stderr line: fake codex: thinking]",
-        "initialize got no answer within 20s",
+        "initialize got no answer within 3s",
     ] {
         assert!(all.contains(want), "missing {want:?} in\n{all}");
     }

@@ -48,6 +48,10 @@ pub(crate) struct MatrixArgs {
     /// Scenarios run at once (default: four per core, as memory allows at 400 MB a world).
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub(crate) jobs: Option<usize>,
+    /// How long one JSON-RPC call to codex may take before the scenario fails (default
+    /// 20); more on a machine so loaded that codex answers late.
+    #[arg(long, value_name = "SECONDS", value_parser = at_least_one)]
+    pub(crate) call_timeout_secs: Option<usize>,
     /// The performance scenarios' settings.
     #[command(flatten)]
     pub(crate) perf: PerfArgs,
@@ -126,6 +130,9 @@ impl MatrixArgs {
         Options {
             filter: self.filter.clone(),
             jobs: self.jobs,
+            call_timeout: self
+                .call_timeout_secs
+                .map(|s| std::time::Duration::from_secs(s as u64)),
             perf: self.perf.options(),
             ..self.sources.apply(Options::default())
         }

@@ -172,4 +172,24 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["codex-parity", "run", "--perf-reps", "0"]).is_err());
     }
+
+    #[test]
+    fn the_call_timeout_reaches_the_options_of_run_and_bench() {
+        for command in ["run", "bench"] {
+            let parsed = parse(&[command, "--call-timeout-secs", "7"]);
+            let options = match parsed {
+                Command::Run(args) => args.options(),
+                Command::Bench(args) => args.options(),
+                _ => panic!("not {command}"),
+            };
+            assert_eq!(
+                options.call_timeout,
+                Some(std::time::Duration::from_secs(7)),
+                "{command}"
+            );
+        }
+        assert_eq!(Options::default().call_timeout, None);
+        let zero = ["codex-parity", "run", "--call-timeout-secs", "0"];
+        assert!(Cli::try_parse_from(zero).is_err());
+    }
 }

@@ -16,6 +16,7 @@ pub mod session;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -60,6 +61,9 @@ pub struct Options {
     pub shard: Shard,
     /// Scenarios run at once; `None` for [`runner::default_jobs`].
     pub jobs: Option<usize>,
+    /// How long one JSON-RPC call to codex may take; `None` for
+    /// [`crate::app_server::DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Option<Duration>,
     /// What the performance scenarios (group P) are told.
     pub perf: PerfOptions,
     /// Keep the groups a run leaves out unless a filter selects them
@@ -123,6 +127,7 @@ impl Default for Options {
             bless: false,
             shard: Shard::ALL,
             jobs: None,
+            call_timeout: None,
             perf: PerfOptions::default(),
             with_opt_in: false,
         }
@@ -191,6 +196,10 @@ impl PlanBuilder {
         let settings = Settings {
             bless: self.options.bless,
             perf: self.options.perf.settings(reference),
+            call_timeout: self
+                .options
+                .call_timeout
+                .unwrap_or(crate::app_server::DEFAULT_CALL_TIMEOUT),
             ..Settings::new(sidecar, self.options.keep)
         };
         let mut plan = Plan {

@@ -22,7 +22,7 @@ use crate::app_server::exec::{self, ExecCommand, ExecRun};
 use crate::app_server::listener::{ConnectError, ListenAt, Listener};
 use crate::app_server::proxy::Proxy;
 use crate::app_server::transcript::Sent;
-use crate::app_server::{AppServer, AppServerCommand};
+use crate::app_server::{AppServer, AppServerCommand, DEFAULT_CALL_TIMEOUT};
 use crate::codex::binaries::CodexBinary;
 use crate::harness::baseline::pairing_kind;
 use crate::harness::codex_env::{self, codex_env};
@@ -162,6 +162,9 @@ pub struct Settings {
     pub bless: bool,
     /// What the performance scenarios are told: the reference, repetitions, scale.
     pub perf: PerfSettings,
+    /// How long one JSON-RPC call to a world's app-server may take before it fails
+    /// (`run --call-timeout-secs`; [`DEFAULT_CALL_TIMEOUT`] unless told).
+    pub call_timeout: Duration,
 }
 
 impl Settings {
@@ -173,6 +176,7 @@ impl Settings {
             keep,
             bless: false,
             perf: PerfSettings::default(),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
 }
@@ -195,6 +199,8 @@ pub struct World {
     pub options: WorldOptions,
     servers: Vec<Arc<AppServer>>,
     listeners: usize,
+    /// The settings' call timeout, given to each of its app-servers.
+    call_timeout: Duration,
     tally: Arc<Tally>,
     cleanup: Cleanup,
     /// The binary's home template, copied into a home before codex first starts in it.
@@ -404,6 +410,7 @@ impl World {
             },
             tally,
             template,
+            call_timeout: settings.call_timeout,
         };
         world.write_config(&world.home)?;
         if settings.keep {
@@ -580,8 +587,10 @@ impl World {
         Ok(self.keep(server))
     }
 
-    /// Makes `server` one of the world's app-servers.
-    fn keep(&mut self, server: AppServer) -> Arc<AppServer> {
+    /// Makes `server` one of the world's app-servers, its calls bounded by the settings'
+    /// call timeout.
+    fn keep(&mut self, mut server: AppServer) -> Arc<AppServer> {
+        server.call_timeout = self.call_timeout;
         let server = Arc::new(server);
         self.servers.push(server.clone());
         self.cleanup.servers.push(server.clone());
