@@ -605,7 +605,23 @@ fn a_killed_client_check_leaves_no_process_and_no_directory() {
         "sleep 600 & wait",
     ]);
     let mut child = cmd.spawn().unwrap();
-    sandbox.wait_for_running("sleep 600", 1, Duration::from_secs(30));
+    let started = support::wait_until(Duration::from_secs(30), || {
+        let running = sandbox.processes();
+        running.iter().filter(|p| p.contains("sleep 600")).count() == 1
+            || child.try_wait().is_ok_and(|ended| ended.is_some())
+    });
+    if let Ok(Some(status)) = child.try_wait() {
+        let output = child.wait_with_output().unwrap();
+        panic!(
+            "client-check ended ({status}) before it was killed:\n{}",
+            text(&output)
+        );
+    }
+    assert!(
+        started,
+        "the client did not start: {:?}",
+        sandbox.processes()
+    );
     support::signal(child.id(), rustix::process::Signal::KILL);
     child.wait().unwrap();
     let left = sandbox.wait_for_no_processes(Duration::from_secs(10));
