@@ -30,7 +30,7 @@ use codex_parity::codex::install::{Cache, StderrProgress};
 use codex_parity::drift::transcript;
 use codex_parity::harness::baseline::Baseline;
 use codex_parity::harness::outcome::Outcome;
-use codex_parity::harness::run_dir::{self, RunDir};
+use codex_parity::harness::run_dir;
 use codex_parity::harness::runner;
 use codex_parity::harness::scenario;
 use codex_parity::harness::scenario::{Ctx, Scenario, ScenarioFn};
@@ -136,14 +136,13 @@ fn main() -> ExitCode {
     };
     // The worlds go in a run directory of this process's, as `codex-parity run`'s do (in
     // memory unless TMPDIR says where); it is removed when `main` returns.
-    let run_dir = match RunDir::claim(&run_dir::scratch_parent()) {
+    let _run_dir = match run_dir::claim_for_process() {
         Ok((dir, _)) => dir,
         Err(e) => {
             eprintln!("parity: cannot make a run directory: {e:#}");
             return ExitCode::from(2);
         }
     };
-    let _ = tempfile::env::override_temp_dir(run_dir.path());
     // The plan every front-end builds, from what the environment sets; libtest filters
     // the trials itself.
     let options = Options::from_env();

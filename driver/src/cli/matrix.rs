@@ -50,8 +50,8 @@ pub(crate) struct MatrixArgs {
     pub(crate) jobs: Option<usize>,
     /// How long one JSON-RPC call to codex may take before the scenario fails (default
     /// 20); more on a machine so loaded that codex answers late.
-    #[arg(long, value_name = "SECONDS", value_parser = at_least_one)]
-    pub(crate) call_timeout_secs: Option<usize>,
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) call_timeout_secs: Option<u64>,
     /// The performance scenarios' settings.
     #[command(flatten)]
     pub(crate) perf: PerfArgs,
@@ -130,9 +130,7 @@ impl MatrixArgs {
         Options {
             filter: self.filter.clone(),
             jobs: self.jobs,
-            call_timeout: self
-                .call_timeout_secs
-                .map(|s| std::time::Duration::from_secs(s as u64)),
+            call_timeout: self.call_timeout_secs.map(std::time::Duration::from_secs),
             perf: self.perf.options(),
             ..self.sources.apply(Options::default())
         }

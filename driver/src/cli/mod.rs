@@ -546,21 +546,17 @@ impl Command {
     }
 }
 
-/// Claims this process's run directory ([`run_dir::scratch_parent`]: in memory unless
-/// `TMPDIR` says where), removing those of killed runs (said on stderr), and makes it where
-/// every temporary directory goes.
+/// Claims this process's run directory ([`run_dir::claim_for_process`]: in memory unless
+/// `TMPDIR` says where), saying on stderr which directories of killed runs it removed.
 fn claim_run_dir() -> anyhow::Result<run_dir::RunDir> {
-    let parent = run_dir::scratch_parent();
-    let (dir, removed) = run_dir::RunDir::claim(&parent)?;
-    if !removed.is_empty() {
+    let (dir, removed) = run_dir::claim_for_process()?;
+    if let Some(parent) = removed.first().and_then(|p| p.parent()) {
         eprintln!(
             "codex-parity: removed {} directory(ies) of killed runs from {}",
             removed.len(),
             parent.display()
         );
     }
-    // Set once per process; a second claim (none today) keeps the first.
-    let _ = tempfile::env::override_temp_dir(dir.path());
     Ok(dir)
 }
 

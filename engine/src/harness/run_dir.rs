@@ -46,6 +46,15 @@ pub fn scratch_parent() -> PathBuf {
     std::env::temp_dir()
 }
 
+/// Claims this process's run directory in [`scratch_parent`] and makes it where every
+/// temporary directory of the process goes (`tempfile`'s, set once per process: a second
+/// claim keeps the first); returns it and the directories of killed runs it removed.
+pub fn claim_for_process() -> anyhow::Result<(RunDir, Vec<PathBuf>)> {
+    let (dir, removed) = RunDir::claim(&scratch_parent())?;
+    let _ = tempfile::env::override_temp_dir(dir.path());
+    Ok((dir, removed))
+}
+
 /// Whether `dir` is a writable tmpfs with [`MEMORY_FS_ROOM`] free.
 fn memory_fs_with_room(dir: &Path) -> bool {
     const TMPFS_MAGIC: i128 = 0x0102_1994;
