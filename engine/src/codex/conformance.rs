@@ -2,8 +2,8 @@
 //! publishes (`generate-json-schema --experimental`): a notification's params to its
 //! variant of the notification union, a server request's params to its variant of the
 //! server-request union, an answer to the response type of the client request it answers,
-//! an error to the JSON-RPC error object. The schema is compiled once per binary, with the
-//! maintained validator `boon`; checking one message is then cheap.
+//! an error to the JSON-RPC error object. The schema is read once per binary
+//! ([`crate::codex::json_schema`], draft-07); checking one message is then cheap.
 //!
 //! The response type of a client request is found by name: the variant titled `XRequest`
 //! answers with the definition `XResponse`, else its params `XParams` with `XResponse`. A
@@ -18,13 +18,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use boon::{Compiler, Draft, ErrorKind, SchemaIndex, Schemas, ValidationError};
 use serde_json::Value;
 
+use crate::codex::json_schema::{Failure, FailureKind, Schema};
 use crate::codex::schema::BUNDLE;
-
-/// Where the bundle is registered with the validator (never fetched).
-const BASE: &str = "http://codex-parity.invalid/schema.json";
 
 /// The definition added to the bundle for the params of a message that has none.
 const NULL_DEF: &str = "codexParityNull";
@@ -70,13 +67,13 @@ pub enum Conformity {
     Unchecked,
 }
 
-/// The compiled schema of one binary.
+/// The schema of one binary, with the pointer to each message's subschema.
 pub struct Conformance {
-    schemas: Schemas,
-    notifications: HashMap<String, SchemaIndex>,
-    server_requests: HashMap<String, SchemaIndex>,
-    responses: HashMap<String, SchemaIndex>,
-    error: Option<SchemaIndex>,
+    schema: Schema,
+    notifications: HashMap<String, String>,
+    server_requests: HashMap<String, String>,
+    responses: HashMap<String, String>,
+    error: Option<String>,
     compile_time: Duration,
 }
 
@@ -122,32 +119,21 @@ impl Conformance {
         if let Some(defs) = bundle.get_mut("definitions").and_then(Value::as_object_mut) {
             defs.insert(NULL_DEF.into(), serde_json::json!({"type": "null"}));
         }
-        let mut compiler = Compiler::new();
-        // Codex's schema says draft-07; a bundle that says nothing is read the same way.
-        compiler.set_default_draft(Draft::V7);
-        compiler
-            .add_resource(BASE, bundle)
-            .map_err(|e| anyhow::anyhow!("registering the schema: {e}"))?;
-        let mut schemas = Schemas::new();
-        let mut compile = |pointer: &str| {
-            compiler
-                .compile(&format!("{BASE}#{pointer}"), &mut schemas)
-                .map_err(|e| anyhow::anyhow!("compiling {pointer}: {e:#}"))
+        let schema = Schema::new(bundle)?;
+        let pointers = |list: Vec<(String, String)>| -> anyhow::Result<HashMap<_, _>> {
+            for (_, pointer) in &list {
+                anyhow::ensure!(
+                    schema.root().pointer(pointer).is_some(),
+                    "the schema has nothing at {pointer}"
+                );
+            }
+            Ok(list.into_iter().collect())
         };
-        let mut index = |list: Vec<(String, String)>| -> anyhow::Result<_> {
-            list.into_iter()
-                .map(|(method, pointer)| Ok((method, compile(&pointer)?)))
-                .collect::<anyhow::Result<HashMap<_, _>>>()
-        };
-        let notifications = index(notifications)?;
-        let server_requests = index(server_requests)?;
-        let responses = index(responses)?;
-        let error = match error {
-            Some(pointer) => Some(compile(&pointer)?),
-            None => None,
-        };
+        let notifications = pointers(notifications)?;
+        let server_requests = pointers(server_requests)?;
+        let responses = pointers(responses)?;
         Ok(Conformance {
-            schemas,
+            schema,
             notifications,
             server_requests,
             responses,
@@ -163,33 +149,41 @@ impl Conformance {
 
     /// Checks one message: `payload` is its params, result or error.
     pub fn check(&self, direction: Direction, method: &str, payload: &Value) -> Conformity {
-        let index = match direction {
+        let pointer = match direction {
             Direction::Notification => match self.notifications.get(method) {
-                Some(i) => *i,
+                Some(p) => p,
                 None => return Conformity::UnknownMethod,
             },
             Direction::ServerRequest => match self.server_requests.get(method) {
-                Some(i) => *i,
+                Some(p) => p,
                 None => return Conformity::UnknownMethod,
             },
             Direction::Response => match self.responses.get(method) {
-                Some(i) => *i,
+                Some(p) => p,
                 None => return Conformity::Unchecked,
             },
-            Direction::Error => match self.error {
-                Some(i) => i,
+            Direction::Error => match &self.error {
+                Some(p) => p,
                 None => return Conformity::Unchecked,
             },
         };
-        match self.schemas.validate(payload, index) {
-            Ok(()) => Conformity::Conforms,
-            Err(e) => {
-                let mut found = Vec::new();
-                explain(&e, payload, &mut found);
-                found.dedup();
-                Conformity::Violates(found)
-            }
+        let failures = match self.schema.validate(pointer, payload) {
+            Ok(failures) => failures,
+            // Every pointer was found when the schema was read; were one lost, the message
+            // would still not pass unchecked.
+            Err(e) => vec![Failure {
+                at: Vec::new(),
+                wanted: e.to_string(),
+                kind: FailureKind::Other,
+            }],
+        };
+        if failures.is_empty() {
+            return Conformity::Conforms;
         }
+        let mut found = Vec::new();
+        explain(&failures, payload, &mut found);
+        found.dedup();
+        Conformity::Violates(found)
     }
 }
 
@@ -266,53 +260,44 @@ fn definition(bundle: &Value, name: &str) -> Option<String> {
         .map(|(space, _)| format!("/definitions/{space}/{name}"))
 }
 
-/// Adds the violations that explain `e` to `out`.
-fn explain(e: &ValidationError, payload: &Value, out: &mut Vec<Violation>) {
-    let union = matches!(e.kind, ErrorKind::OneOf(None) | ErrorKind::AnyOf);
-    if union {
-        let depth = e.instance_location.tokens.len();
-        let meant: Vec<&ValidationError> =
-            e.causes.iter().filter(|b| !not_meant(b, depth)).collect();
-        if !meant.is_empty() {
-            for branch in meant {
-                explain(branch, payload, out);
+/// Adds the violations that explain `failures` to `out`.
+fn explain(failures: &[Failure], payload: &Value, out: &mut Vec<Violation>) {
+    for failure in failures {
+        if let FailureKind::Union(variants) = &failure.kind {
+            let depth = failure.at.len();
+            let meant: Vec<&Vec<Failure>> =
+                variants.iter().filter(|v| !not_meant(v, depth)).collect();
+            if !meant.is_empty() {
+                for variant in meant {
+                    explain(variant, payload, out);
+                }
+                continue;
             }
-            return;
         }
-    } else if !e.causes.is_empty() {
-        for cause in &e.causes {
-            explain(cause, payload, out);
-        }
-        return;
+        out.push(violation(failure, payload));
     }
-    out.push(violation(e, payload));
 }
 
 /// Whether a failed variant of a union at `depth` was never meant for the value: it wanted
 /// another JSON type right there, or another value of a tag property (`type`, `method`: a
 /// property with a single allowed value).
-fn not_meant(branch: &ValidationError, depth: usize) -> bool {
-    let here = branch.instance_location.tokens.len();
-    match &branch.kind {
-        ErrorKind::Type { .. } if here == depth => true,
-        ErrorKind::Const { .. } if here == depth + 1 => true,
-        ErrorKind::Enum { want } if here == depth + 1 && want.len() == 1 => true,
-        _ => branch.causes.iter().any(|c| not_meant(c, depth)),
-    }
+fn not_meant(variant: &[Failure], depth: usize) -> bool {
+    variant.iter().any(|f| match &f.kind {
+        FailureKind::Type => f.at.len() == depth,
+        FailureKind::Tag => f.at.len() == depth + 1,
+        FailureKind::Union(inner) => inner.iter().any(|v| not_meant(v, depth)),
+        FailureKind::Other => false,
+    })
 }
 
-fn violation(e: &ValidationError, payload: &Value) -> Violation {
-    let pointer = e.instance_location.to_string();
-    let wanted = match &e.kind {
-        ErrorKind::OneOf(None) | ErrorKind::AnyOf => "one of the union's variants".to_string(),
-        kind => kind.to_string(),
-    };
+fn violation(failure: &Failure, payload: &Value) -> Violation {
+    let pointer = failure.pointer();
     let got = payload
         .pointer(&pointer)
         .map_or_else(|| "absent".to_string(), shown);
     Violation {
         pointer,
-        wanted,
+        wanted: failure.wanted.clone(),
         got,
     }
 }

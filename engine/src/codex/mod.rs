@@ -15,6 +15,7 @@ pub mod features;
 pub mod fingerprint;
 pub mod help;
 pub mod install;
+pub mod json_schema;
 pub mod package;
 pub mod private_run;
 pub mod schema;

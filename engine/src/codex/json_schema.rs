@@ -1,0 +1,921 @@
+//! A JSON Schema (draft-07) validator for the schema a codex binary publishes, written for
+//! the conformance checks ([`crate::codex::conformance`]): every assertion keyword of
+//! draft-07 is checked; `format` is an annotation (codex's formats such as `int64` and
+//! `uint32` are not standard ones); references are the document's own (`#/definitions/...`).
+//!
+//! [`Schema::new`] reads the whole document once and refuses what it could not check (a
+//! reference that leaves the document or leads nowhere, a `pattern` that is not a regular
+//! expression, an `$id` below the root), so a check never passes because a keyword was
+//! skipped. A failed check is a tree of [`Failure`]s: a union (`oneOf`, `anyOf`) that no
+//! variant matched keeps every variant's own failures, for the caller to tell the variant
+//! that was meant.
+
+use std::collections::HashMap;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// Keywords whose value is one subschema.
+const ONE: [&str; 7] = [
+    "additionalItems",
+    "additionalProperties",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+];
+
+/// Keywords whose value is an array of subschemas.
+const MANY: [&str; 3] = ["allOf", "anyOf", "oneOf"];
+
+/// Keywords whose value maps names to subschemas.
+const MAPS: [&str; 3] = ["properties", "patternProperties", "definitions"];
+
+/// A schema document, checked whole and ready to validate against any of its subschemas.
+#[derive(Debug)]
+pub struct Schema {
+    root: Value,
+    patterns: HashMap<String, Regex>,
+}
+
+/// Why a document cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// A `$ref` that is not a pointer into the document, or points at nothing.
+    #[error("{at}: the reference {reference:?} {why}")]
+    Reference {
+        /// Where the reference is (a JSON pointer into the document).
+        at: String,
+        /// The reference.
+        reference: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A `pattern` or a `patternProperties` name that is not a regular expression.
+    #[error("{at}: the pattern {pattern:?} is not a regular expression: {error}")]
+    Pattern {
+        /// Where the pattern is.
+        at: String,
+        /// The pattern.
+        pattern: String,
+        /// The regular expression parser's words.
+        error: String,
+    },
+    /// An `$id` below the root: it would change what references mean.
+    #[error("{at}: a nested $id is not supported (references would change meaning)")]
+    NestedId {
+        /// Where the `$id` is.
+        at: String,
+    },
+    /// No subschema at the pointer a check asked for.
+    #[error("the schema has nothing at {0:?}")]
+    Missing(String),
+}
+
+/// One way an instance does not match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// Where in the instance: the tokens of a JSON pointer (unescaped).
+    pub at: Vec<String>,
+    /// What the schema wanted there, in words.
+    pub wanted: String,
+    /// What kind of failure, for explaining unions.
+    pub kind: FailureKind,
+}
+
+/// The kinds of [`Failure`] a caller needs to tell apart.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FailureKind {
+    /// The value has another JSON type than the schema allows.
+    Type,
+    /// The value is not the single value the schema allows (`const`, a one-value `enum`).
+    Tag,
+    /// No variant of a `oneOf` or `anyOf` matched: each variant's failures, in order.
+    Union(Vec<Vec<Failure>>),
+    /// Any other assertion.
+    Other,
+}
+
+impl Failure {
+    /// The JSON pointer of [`Failure::at`], escaped.
+    pub fn pointer(&self) -> String {
+        self.at
+            .iter()
+            .map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1")))
+            .collect()
+    }
+}
+
+impl Schema {
+    /// Reads a document: every subschema is visited once, its references resolved and its
+    /// patterns compiled.
+    pub fn new(root: Value) -> Result<Schema, SchemaError> {
+        let mut patterns = HashMap::new();
+        let mut pending = vec![(String::new(), &root)];
+        while let Some((at, schema)) = pending.pop() {
+            let Value::Object(map) = schema else { continue };
+            if !at.is_empty() && map.contains_key("$id") {
+                return Err(SchemaError::NestedId { at });
+            }
+            if let Some(reference) = map.get("$ref") {
+                resolve(&root, reference).map_err(|why| SchemaError::Reference {
+                    at: at.clone(),
+                    reference: reference.to_string(),
+                    why,
+                })?;
+            }
+            let mut add_pattern = |pattern: &str, at: String| {
+                if patterns.contains_key(pattern) {
+                    return Ok(());
+                }
+                let regex = Regex::new(pattern).map_err(|e| SchemaError::Pattern {
+                    at,
+                    pattern: pattern.to_string(),
+                    error: e.to_string(),
+                })?;
+                patterns.insert(pattern.to_string(), regex);
+                Ok(())
+            };
+            if let Some(Value::String(p)) = map.get("pattern") {
+                add_pattern(p, format!("{at}/pattern"))?;
+            }
+            if let Some(Value::Object(props)) = map.get("patternProperties") {
+                for name in props.keys() {
+                    add_pattern(name, format!("{at}/patternProperties"))?;
+                }
+            }
+            for key in ONE.iter().chain(["else", "items"].iter()) {
+                match map.get(*key) {
+                    Some(Value::Array(list)) if *key == "items" => {
+                        for (i, s) in list.iter().enumerate() {
+                            pending.push((format!("{at}/items/{i}"), s));
+                        }
+                    }
+                    Some(s) => pending.push((format!("{at}/{key}"), s)),
+                    None => {}
+                }
+            }
+            for key in MANY {
+                if let Some(Value::Array(list)) = map.get(key) {
+                    for (i, s) in list.iter().enumerate() {
+                        pending.push((format!("{at}/{key}/{i}"), s));
+                    }
+                }
+            }
+            for key in MAPS.iter().chain(["dependencies"].iter()) {
+                if let Some(Value::Object(entries)) = map.get(*key) {
+                    for (name, s) in entries {
+                        let token = name.replace('~', "~0").replace('/', "~1");
+                        pending.push((format!("{at}/{key}/{token}"), s));
+                    }
+                }
+            }
+            // Codex nests namespaces of definitions (`definitions.v2.X`): plain objects
+            // without keywords hold schemas too.
+            if at.starts_with("/definitions") && !map.keys().any(|k| is_keyword(k)) {
+                for (name, s) in map {
+                    pending.push((format!("{at}/{name}"), s));
+                }
+            }
+        }
+        Ok(Schema { root, patterns })
+    }
+
+    /// The document.
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
+    /// Validates `instance` against the subschema at `pointer` (`""`: the whole document):
+    /// empty when it matches.
+    pub fn validate(&self, pointer: &str, instance: &Value) -> Result<Vec<Failure>, SchemaError> {
+        let schema = self
+            .root
+            .pointer(pointer)
+            .ok_or_else(|| SchemaError::Missing(pointer.to_string()))?;
+        let mut out = Vec::new();
+        self.check(schema, instance, &mut Vec::new(), &mut out);
+        Ok(out)
+    }
+
+    /// Whether `instance` matches `schema`.
+    fn matches(&self, schema: &Value, instance: &Value, at: &mut Vec<String>) -> bool {
+        let mut out = Vec::new();
+        self.check(schema, instance, at, &mut out);
+        out.is_empty()
+    }
+
+    /// Adds to `out` every way `instance` (at `at`) fails `schema`.
+    fn check(
+        &self,
+        schema: &Value,
+        instance: &Value,
+        at: &mut Vec<String>,
+        out: &mut Vec<Failure>,
+    ) {
+        let map = match schema {
+            Value::Bool(true) => return,
+            Value::Bool(false) => {
+                return fail(out, at, "nothing (the schema is false)", FailureKind::Other);
+            }
+            Value::Object(map) => map,
+            _ => return,
+        };
+        // Draft-07: a reference replaces every keyword beside it.
+        if let Some(reference) = map.get("$ref") {
+            match resolve(&self.root, reference) {
+                Ok(target) => self.check(target, instance, at, out),
+                Err(why) => {
+                    let wanted = format!("a schema the reference {reference} names, but it {why}");
+                    fail(out, at, &wanted, FailureKind::Other);
+                }
+            }
+            return;
+        }
+        self.check_type(map, instance, at, out);
+        self.check_values(map, instance, at, out);
+        self.check_combinators(map, instance, at, out);
+        match instance {
+            Value::Object(object) => self.check_object(map, object, instance, at, out),
+            Value::Array(items) => self.check_array(map, items, at, out),
+            Value::String(text) => self.check_string(map, text, at, out),
+            Value::Number(_) => check_number(map, instance, at, out),
+            _ => {}
+        }
+    }
+
+    fn check_type(
+        &self,
+        map: &Map<String, Value>,
+        instance: &Value,
+        at: &[String],
+        out: &mut Vec<Failure>,
+    ) {
+        let wanted: Vec<&str> = match map.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+            _ => return,
+        };
+        if !wanted.iter().any(|t| has_type(instance, t)) {
+            let wanted = format!("{}, not {}", wanted.join(" or "), type_of(instance));
+            fail(out, at, &wanted, FailureKind::Type);
+        }
+    }
+
+    fn check_values(
+        &self,
+        map: &Map<String, Value>,
+        instance: &Value,
+        at: &[String],
+        out: &mut Vec<Failure>,
+    ) {
+        if let Some(want) = map.get("const")
+            && !equal(want, instance)
+        {
+            fail(out, at, &format!("the value {want}"), FailureKind::Tag);
+        }
+        if let Some(Value::Array(choices)) = map.get("enum")
+            && !choices.iter().any(|c| equal(c, instance))
+        {
+            let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
+            let kind = if choices.len() == 1 {
+                FailureKind::Tag
+            } else {
+                FailureKind::Other
+            };
+            fail(out, at, &format!("one of {}", listed.join(", ")), kind);
+        }
+    }
+
+    fn check_combinators(
+        &self,
+        map: &Map<String, Value>,
+        instance: &Value,
+        at: &mut Vec<String>,
+        out: &mut Vec<Failure>,
+    ) {
+        if let Some(Value::Array(all)) = map.get("allOf") {
+            for s in all {
+                self.check(s, instance, at, out);
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            let Some(Value::Array(variants)) = map.get(key) else {
+                continue;
+            };
+            let mut failed = Vec::new();
+            let mut matched = Vec::new();
+            for (i, s) in variants.iter().enumerate() {
+                let mut found = Vec::new();
+                self.check(s, instance, at, &mut found);
+                if found.is_empty() {
+                    matched.push(i);
+                    if key == "anyOf" {
+                        break;
+                    }
+                } else {
+                    failed.push(found);
+                }
+            }
+            if matched.is_empty() {
+                fail(
+                    out,
+                    at,
+                    "one of the union's variants",
+                    FailureKind::Union(failed),
+                );
+            } else if key == "oneOf" && matched.len() > 1 {
+                let wanted =
+                    format!("exactly one variant of the oneOf (variants {matched:?} match)");
+                fail(out, at, &wanted, FailureKind::Other);
+            }
+        }
+        if let Some(not) = map.get("not")
+            && self.matches(not, instance, at)
+        {
+            fail(
+                out,
+                at,
+                "a value the `not` schema refuses",
+                FailureKind::Other,
+            );
+        }
+        if let Some(condition) = map.get("if") {
+            let branch = if self.matches(condition, instance, at) {
+                "then"
+            } else {
+                "else"
+            };
+            if let Some(s) = map.get(branch) {
+                self.check(s, instance, at, out);
+            }
+        }
+    }
+
+    fn check_object(
+        &self,
+        map: &Map<String, Value>,
+        object: &Map<String, Value>,
+        instance: &Value,
+        at: &mut Vec<String>,
+        out: &mut Vec<Failure>,
+    ) {
+        if let Some(Value::Array(required)) = map.get("required") {
+            let missing: Vec<&str> = required
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|name| !object.contains_key(*name))
+                .collect();
+            if !missing.is_empty() {
+                let wanted = format!("the properties {}", quoted(&missing));
+                fail(out, at, &wanted, FailureKind::Other);
+            }
+        }
+        let count = object.len() as u64;
+        if let Some(min) = map.get("minProperties").and_then(Value::as_u64)
+            && count < min
+        {
+            fail(
+                out,
+                at,
+                &format!("at least {min} properties"),
+                FailureKind::Other,
+            );
+        }
+        if let Some(max) = map.get("maxProperties").and_then(Value::as_u64)
+            && count > max
+        {
+            fail(
+                out,
+                at,
+                &format!("at most {max} properties"),
+                FailureKind::Other,
+            );
+        }
+        if let Some(Value::Object(dependencies)) = map.get("dependencies") {
+            for (name, dependency) in dependencies {
+                if !object.contains_key(name) {
+                    continue;
+                }
+                match dependency {
+                    Value::Array(names) => {
+                        let missing: Vec<&str> = names
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .filter(|n| !object.contains_key(*n))
+                            .collect();
+                        if !missing.is_empty() {
+                            let wanted =
+                                format!("the properties {} (with {name:?})", quoted(&missing));
+                            fail(out, at, &wanted, FailureKind::Other);
+                        }
+                    }
+                    schema => self.check(schema, instance, at, out),
+                }
+            }
+        }
+        let properties = map.get("properties").and_then(Value::as_object);
+        let patterns = map.get("patternProperties").and_then(Value::as_object);
+        let additional = map.get("additionalProperties");
+        let mut extra = Vec::new();
+        for (name, value) in object {
+            if let Some(names) = map.get("propertyNames") {
+                let mut found = Vec::new();
+                self.check(names, &Value::String(name.clone()), at, &mut found);
+                if !found.is_empty() {
+                    fail(
+                        out,
+                        at,
+                        &format!("property names the schema allows, not {name:?}"),
+                        FailureKind::Other,
+                    );
+                }
+            }
+            at.push(name.clone());
+            let mut known = false;
+            if let Some(s) = properties.and_then(|p| p.get(name)) {
+                known = true;
+                self.check(s, value, at, out);
+            }
+            for (pattern, s) in patterns.into_iter().flatten() {
+                if self.patterns.get(pattern).is_some_and(|r| r.is_match(name)) {
+                    known = true;
+                    self.check(s, value, at, out);
+                }
+            }
+            at.pop();
+            if !known && let Some(s) = additional {
+                if s == &Value::Bool(false) {
+                    extra.push(name.as_str());
+                } else {
+                    at.push(name.clone());
+                    self.check(s, value, at, out);
+                    at.pop();
+                }
+            }
+        }
+        if !extra.is_empty() {
+            let wanted = format!("no properties beyond the schema's, not {}", quoted(&extra));
+            fail(out, at, &wanted, FailureKind::Other);
+        }
+    }
+
+    fn check_array(
+        &self,
+        map: &Map<String, Value>,
+        items: &[Value],
+        at: &mut Vec<String>,
+        out: &mut Vec<Failure>,
+    ) {
+        let count = items.len() as u64;
+        if let Some(min) = map.get("minItems").and_then(Value::as_u64)
+            && count < min
+        {
+            fail(
+                out,
+                at,
+                &format!("at least {min} items"),
+                FailureKind::Other,
+            );
+        }
+        if let Some(max) = map.get("maxItems").and_then(Value::as_u64)
+            && count > max
+        {
+            fail(out, at, &format!("at most {max} items"), FailureKind::Other);
+        }
+        if map.get("uniqueItems") == Some(&Value::Bool(true)) {
+            let repeated = (0..items.len()).find_map(|j| {
+                (0..j)
+                    .find(|&i| equal(&items[i], &items[j]))
+                    .map(|i| (i, j))
+            });
+            if let Some((i, j)) = repeated {
+                fail(
+                    out,
+                    at,
+                    &format!("unique items (items {i} and {j} are equal)"),
+                    FailureKind::Other,
+                );
+            }
+        }
+        let each = |s: &Value, from: usize, at: &mut Vec<String>, out: &mut Vec<Failure>| {
+            for (i, item) in items.iter().enumerate().skip(from) {
+                at.push(i.to_string());
+                self.check(s, item, at, out);
+                at.pop();
+            }
+        };
+        match map.get("items") {
+            Some(Value::Array(tuple)) => {
+                for (i, (s, item)) in tuple.iter().zip(items).enumerate() {
+                    at.push(i.to_string());
+                    self.check(s, item, at, out);
+                    at.pop();
+                }
+                if let Some(s) = map.get("additionalItems") {
+                    each(s, tuple.len(), at, out);
+                }
+            }
+            Some(s) => each(s, 0, at, out),
+            None => {}
+        }
+        if let Some(s) = map.get("contains") {
+            let any = items.iter().enumerate().any(|(i, item)| {
+                at.push(i.to_string());
+                let ok = self.matches(s, item, at);
+                at.pop();
+                ok
+            });
+            if !any {
+                fail(
+                    out,
+                    at,
+                    "an item the `contains` schema allows",
+                    FailureKind::Other,
+                );
+            }
+        }
+    }
+
+    fn check_string(
+        &self,
+        map: &Map<String, Value>,
+        text: &str,
+        at: &[String],
+        out: &mut Vec<Failure>,
+    ) {
+        let length = text.chars().count() as u64;
+        if let Some(min) = map.get("minLength").and_then(Value::as_u64)
+            && length < min
+        {
+            fail(
+                out,
+                at,
+                &format!("at least {min} characters"),
+                FailureKind::Other,
+            );
+        }
+        if let Some(max) = map.get("maxLength").and_then(Value::as_u64)
+            && length > max
+        {
+            fail(
+                out,
+                at,
+                &format!("at most {max} characters"),
+                FailureKind::Other,
+            );
+        }
+        if let Some(Value::String(pattern)) = map.get("pattern")
+            && self
+                .patterns
+                .get(pattern)
+                .is_some_and(|r| !r.is_match(text))
+        {
+            fail(
+                out,
+                at,
+                &format!("a string matching {pattern:?}"),
+                FailureKind::Other,
+            );
+        }
+    }
+}
+
+/// The bounds of a number (`minimum`, `maximum`, their exclusive forms, `multipleOf`).
+fn check_number(map: &Map<String, Value>, instance: &Value, at: &[String], out: &mut Vec<Failure>) {
+    let Some(x) = instance.as_f64() else { return };
+    let bound = |key: &str| map.get(key).and_then(Value::as_f64);
+    let mut wanted = Vec::new();
+    if let Some(min) = bound("minimum").filter(|m| x < *m) {
+        wanted.push(format!("at least {min}"));
+    }
+    if let Some(max) = bound("maximum").filter(|m| x > *m) {
+        wanted.push(format!("at most {max}"));
+    }
+    if let Some(min) = bound("exclusiveMinimum").filter(|m| x <= *m) {
+        wanted.push(format!("more than {min}"));
+    }
+    if let Some(max) = bound("exclusiveMaximum").filter(|m| x >= *m) {
+        wanted.push(format!("less than {max}"));
+    }
+    if let Some(step) = bound("multipleOf").filter(|m| *m > 0.0) {
+        let q = x / step;
+        if (q - q.round()).abs() > 1e-9 * q.abs().max(1.0) {
+            wanted.push(format!("a multiple of {step}"));
+        }
+    }
+    for w in wanted {
+        fail(out, at, &format!("a number {w}"), FailureKind::Other);
+    }
+}
+
+fn fail(out: &mut Vec<Failure>, at: &[String], wanted: &str, kind: FailureKind) {
+    out.push(Failure {
+        at: at.to_vec(),
+        wanted: wanted.to_string(),
+        kind,
+    });
+}
+
+/// The subschema a `$ref` names: a JSON pointer into the document (`#`, `#/definitions/X`).
+fn resolve<'a>(root: &'a Value, reference: &Value) -> Result<&'a Value, &'static str> {
+    let text = reference.as_str().ok_or("is not a string")?;
+    let pointer = text
+        .strip_prefix('#')
+        .ok_or("leaves the document (only `#...` references are read)")?;
+    let pointer = percent_decoded(pointer).ok_or("is not valid percent-encoding")?;
+    root.pointer(&pointer)
+        .ok_or("points at nothing in the document")
+}
+
+/// A URI fragment's percent-encoding undone.
+fn percent_decoded(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_string());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Whether a key is a JSON Schema keyword (an object holding one is a schema, not a
+/// namespace of definitions).
+fn is_keyword(key: &str) -> bool {
+    ONE.contains(&key)
+        || MANY.contains(&key)
+        || MAPS.contains(&key)
+        || matches!(
+            key,
+            "$ref"
+                | "$schema"
+                | "type"
+                | "enum"
+                | "const"
+                | "items"
+                | "else"
+                | "required"
+                | "title"
+                | "description"
+                | "format"
+                | "default"
+        )
+}
+
+/// Whether `value` is of the JSON Schema type `name` (`integer`: a number without fraction).
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => match value {
+            Value::Number(n) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The JSON type of a value, as a schema names it.
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) if has_type(value, "integer") => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// JSON equality: numbers by value (`1` equals `1.0`), objects regardless of key order.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(p), Some(q), _, _) => p == q,
+                (_, _, Some(p), Some(q)) => p == q,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Names quoted and joined.
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The failures of `instance` against `schema` (a whole document), as (pointer, kind).
+    fn failures(schema: Value, instance: Value) -> Vec<(String, FailureKind)> {
+        let schema = Schema::new(schema).unwrap();
+        let found = schema.validate("", &instance).unwrap();
+        found.into_iter().map(|f| (f.pointer(), f.kind)).collect()
+    }
+
+    fn passes(schema: Value, instance: Value) -> bool {
+        failures(schema, instance).is_empty()
+    }
+
+    #[test]
+    fn every_draft7_assertion_refuses_what_it_should_and_keeps_what_it_should() {
+        // (schema, a value it keeps, a value it refuses)
+        let cases = [
+            (json!({"type": "integer"}), json!(1.0), json!(1.5)),
+            (json!({"type": ["string", "null"]}), json!(null), json!(0)),
+            (json!({"const": 1}), json!(1.0), json!(2)),
+            (
+                json!({"enum": ["a", {"b": [1]}]}),
+                json!({"b": [1.0]}),
+                json!("c"),
+            ),
+            (json!({"required": ["a"]}), json!({"a": 0}), json!({"b": 0})),
+            (json!({"minProperties": 1}), json!({"a": 0}), json!({})),
+            (json!({"maxProperties": 0}), json!({}), json!({"a": 0})),
+            (
+                json!({"properties": {"a": {"type": "string"}}}),
+                json!({"a": "x"}),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"patternProperties": {"^x": {"type": "null"}}}),
+                json!({"xa": null}),
+                json!({"xa": 1}),
+            ),
+            (
+                json!({"additionalProperties": false, "properties": {"a": {}}}),
+                json!({"a": 1}),
+                json!({"b": 1}),
+            ),
+            (
+                json!({"additionalProperties": {"type": "null"}}),
+                json!({"z": null}),
+                json!({"z": 1}),
+            ),
+            (
+                json!({"propertyNames": {"maxLength": 1}}),
+                json!({"a": 1}),
+                json!({"ab": 1}),
+            ),
+            (
+                json!({"dependencies": {"a": ["b"]}}),
+                json!({"a": 1, "b": 2}),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"dependencies": {"a": {"required": ["c"]}}}),
+                json!({"b": 1}),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"items": {"type": "string"}}),
+                json!(["a"]),
+                json!(["a", 2]),
+            ),
+            (
+                json!({"items": [{"type": "string"}], "additionalItems": false}),
+                json!(["a"]),
+                json!(["a", 2]),
+            ),
+            (json!({"minItems": 1, "maxItems": 1}), json!([0]), json!([])),
+            (json!({"uniqueItems": true}), json!([1, 2]), json!([1, 1.0])),
+            (json!({"contains": {"const": 3}}), json!([1, 3]), json!([1])),
+            (
+                json!({"minLength": 2, "maxLength": 2}),
+                json!("é!"),
+                json!("é"),
+            ),
+            (json!({"pattern": "^[a-z]+$"}), json!("abc"), json!("ab1")),
+            (json!({"minimum": 0, "maximum": 1}), json!(1), json!(-1)),
+            (json!({"exclusiveMinimum": 0}), json!(0.5), json!(0)),
+            (json!({"exclusiveMaximum": 1}), json!(0.5), json!(1)),
+            (json!({"multipleOf": 0.5}), json!(1.5), json!(1.2)),
+            (
+                json!({"allOf": [{"type": "number"}, {"minimum": 2}]}),
+                json!(3),
+                json!(1),
+            ),
+            (
+                json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+                json!(null),
+                json!(1),
+            ),
+            (
+                json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+                json!(1.5),
+                json!(1),
+            ),
+            (json!({"not": {"type": "null"}}), json!(1), json!(null)),
+            (
+                json!({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "null"}}),
+                json!("ab"),
+                json!(1),
+            ),
+            (
+                json!({"definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s"}),
+                json!("a"),
+                json!(1),
+            ),
+            (json!({"items": false}), json!([]), json!([1])),
+        ];
+        for (schema, kept, refused) in cases {
+            assert!(
+                passes(schema.clone(), kept.clone()),
+                "{schema} should keep {kept}"
+            );
+            assert!(
+                !passes(schema.clone(), refused.clone()),
+                "{schema} should refuse {refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reference_replaces_the_keywords_beside_it_and_format_is_an_annotation() {
+        let schema = json!({"definitions": {"n": {"type": "integer", "format": "uint32"}},
+            "properties": {"a": {"$ref": "#/definitions/n", "type": "string"}}});
+        assert!(passes(schema.clone(), json!({"a": -5})));
+        assert!(!passes(schema, json!({"a": "5"})));
+    }
+
+    #[test]
+    fn failures_say_where_and_unions_keep_each_variant() {
+        let schema = json!({"definitions": {"v2": {"Item": {"type": "object",
+            "required": ["a/b"], "properties": {"a/b": {"type": "string"}}}}},
+            "properties": {"items": {"items": {"oneOf": [
+                {"$ref": "#/definitions/v2/Item"}, {"type": "null"}]}}}});
+        let found = failures(schema, json!({"items": [null, {"a/b": 1}]}));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let (pointer, kind) = &found[0];
+        assert_eq!(pointer, "/items/1");
+        let FailureKind::Union(variants) = kind else {
+            panic!("{kind:?}")
+        };
+        assert_eq!(variants[0][0].pointer(), "/items/1/a~1b");
+        assert_eq!(variants[0][0].kind, FailureKind::Type);
+        assert_eq!(
+            (variants[1][0].pointer(), &variants[1][0].kind),
+            ("/items/1".into(), &FailureKind::Type)
+        );
+    }
+
+    #[test]
+    fn what_could_not_be_checked_is_refused_up_front() {
+        let outside = Schema::new(json!({"properties": {"a": {"$ref": "other.json#/x"}}}));
+        assert!(
+            matches!(outside, Err(SchemaError::Reference { .. })),
+            "{outside:?}"
+        );
+        let nowhere = Schema::new(json!({"anyOf": [{"$ref": "#/definitions/none"}]}));
+        assert!(
+            matches!(nowhere, Err(SchemaError::Reference { .. })),
+            "{nowhere:?}"
+        );
+        let pattern = Schema::new(json!({"definitions": {"x": {"pattern": "(["}}}));
+        assert!(
+            matches!(pattern, Err(SchemaError::Pattern { .. })),
+            "{pattern:?}"
+        );
+        let id = Schema::new(json!({"items": {"$id": "http://elsewhere/"}}));
+        assert!(matches!(id, Err(SchemaError::NestedId { .. })), "{id:?}");
+        let schema = Schema::new(json!({"definitions": {}})).unwrap();
+        assert!(matches!(
+            schema.validate("/definitions/gone", &json!(1)),
+            Err(SchemaError::Missing(_))
+        ));
+    }
+}
