@@ -10,6 +10,7 @@
 //! variant matched keeps every variant's own failures, for the caller to tell the variant
 //! that was meant.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use regex::Regex;
@@ -188,434 +189,544 @@ impl Schema {
     }
 
     /// Validates `instance` against the subschema at `pointer` (`""`: the whole document):
-    /// empty when it matches.
+    /// empty when it matches. A first pass only asks whether it matches and stops at the
+    /// first failure; the failures are gathered only for what does not.
     pub fn validate(&self, pointer: &str, instance: &Value) -> Result<Vec<Failure>, SchemaError> {
         let schema = self
             .root
             .pointer(pointer)
             .ok_or_else(|| SchemaError::Missing(pointer.to_string()))?;
-        let mut out = Vec::new();
-        self.check(schema, instance, &mut Vec::new(), &mut out);
-        Ok(out)
+        let mut at = Vec::new();
+        if self.matches(schema, instance, &mut at) {
+            return Ok(Vec::new());
+        }
+        Ok(self.failures(schema, instance, &mut at))
     }
 
     /// Whether `instance` matches `schema`.
-    fn matches(&self, schema: &Value, instance: &Value, at: &mut Vec<String>) -> bool {
-        let mut out = Vec::new();
-        self.check(schema, instance, at, &mut out);
-        out.is_empty()
+    fn matches<'i>(&self, schema: &Value, instance: &'i Value, at: &mut Vec<Token<'i>>) -> bool {
+        let mut sink = Sink::default();
+        self.check(schema, instance, at, &mut sink);
+        !sink.failed
     }
 
-    /// Adds to `out` every way `instance` (at `at`) fails `schema`.
-    fn check(
+    /// Every way `instance` fails `schema`.
+    fn failures<'i>(
         &self,
         schema: &Value,
-        instance: &Value,
-        at: &mut Vec<String>,
-        out: &mut Vec<Failure>,
+        instance: &'i Value,
+        at: &mut Vec<Token<'i>>,
+    ) -> Vec<Failure> {
+        let mut sink = Sink {
+            collect: true,
+            ..Sink::default()
+        };
+        self.check(schema, instance, at, &mut sink);
+        sink.failures
+    }
+
+    /// Tells `sink` how `instance` (at `at`) fails `schema`.
+    fn check<'i>(
+        &self,
+        schema: &Value,
+        instance: &'i Value,
+        at: &mut Vec<Token<'i>>,
+        sink: &mut Sink,
     ) {
-        let map = match schema {
-            Value::Bool(true) => return,
+        let k = match schema {
+            Value::Object(map) => Keywords::of(map),
             Value::Bool(false) => {
-                return fail(out, at, "nothing (the schema is false)", FailureKind::Other);
+                return sink.fail(at, FailureKind::Other, || {
+                    "nothing (the schema is false)".into()
+                });
             }
-            Value::Object(map) => map,
             _ => return,
         };
         // Draft-07: a reference replaces every keyword beside it.
-        if let Some(reference) = map.get("$ref") {
+        if let Some(reference) = k.reference {
             match resolve(&self.root, reference) {
-                Ok(target) => self.check(target, instance, at, out),
-                Err(why) => {
-                    let wanted = format!("a schema the reference {reference} names, but it {why}");
-                    fail(out, at, &wanted, FailureKind::Other);
-                }
+                Ok(target) => self.check(target, instance, at, sink),
+                Err(why) => sink.fail(at, FailureKind::Other, || {
+                    format!("a schema the reference {reference} names, but it {why}")
+                }),
             }
             return;
         }
-        self.check_type(map, instance, at, out);
-        self.check_values(map, instance, at, out);
-        self.check_combinators(map, instance, at, out);
+        self.check_type(&k, instance, at, sink);
+        check_values(&k, instance, at, sink);
+        if sink.done() {
+            return;
+        }
+        self.check_combinators(&k, instance, at, sink);
         match instance {
-            Value::Object(object) => self.check_object(map, object, instance, at, out),
-            Value::Array(items) => self.check_array(map, items, at, out),
-            Value::String(text) => self.check_string(map, text, at, out),
-            Value::Number(_) => check_number(map, instance, at, out),
+            Value::Object(object) => self.check_object(&k, object, instance, at, sink),
+            Value::Array(items) => self.check_array(&k, items, at, sink),
+            Value::String(text) => self.check_string(&k, text, at, sink),
+            Value::Number(_) => check_number(&k, instance, at, sink),
             _ => {}
         }
     }
 
-    fn check_type(
-        &self,
-        map: &Map<String, Value>,
-        instance: &Value,
-        at: &[String],
-        out: &mut Vec<Failure>,
-    ) {
-        let wanted: Vec<&str> = match map.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+    fn check_type(&self, k: &Keywords, instance: &Value, at: &[Token], sink: &mut Sink) {
+        let fits = match k.ty {
+            Some(Value::String(t)) => has_type(instance, t),
+            Some(Value::Array(list)) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| has_type(instance, t)),
             _ => return,
         };
-        if !wanted.iter().any(|t| has_type(instance, t)) {
-            let wanted = format!("{}, not {}", wanted.join(" or "), type_of(instance));
-            fail(out, at, &wanted, FailureKind::Type);
+        if !fits {
+            sink.fail(at, FailureKind::Type, || {
+                let wanted = match k.ty {
+                    Some(Value::Array(list)) => list
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    other => other
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                };
+                format!("{wanted}, not {}", type_of(instance))
+            });
         }
     }
 
-    fn check_values(
+    fn check_combinators<'i>(
         &self,
-        map: &Map<String, Value>,
-        instance: &Value,
-        at: &[String],
-        out: &mut Vec<Failure>,
+        k: &Keywords,
+        instance: &'i Value,
+        at: &mut Vec<Token<'i>>,
+        sink: &mut Sink,
     ) {
-        if let Some(want) = map.get("const")
-            && !equal(want, instance)
-        {
-            fail(out, at, &format!("the value {want}"), FailureKind::Tag);
-        }
-        if let Some(Value::Array(choices)) = map.get("enum")
-            && !choices.iter().any(|c| equal(c, instance))
-        {
-            let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
-            let kind = if choices.len() == 1 {
-                FailureKind::Tag
-            } else {
-                FailureKind::Other
-            };
-            fail(out, at, &format!("one of {}", listed.join(", ")), kind);
-        }
-    }
-
-    fn check_combinators(
-        &self,
-        map: &Map<String, Value>,
-        instance: &Value,
-        at: &mut Vec<String>,
-        out: &mut Vec<Failure>,
-    ) {
-        if let Some(Value::Array(all)) = map.get("allOf") {
+        if let Some(Value::Array(all)) = k.all_of {
             for s in all {
-                self.check(s, instance, at, out);
+                self.check(s, instance, at, sink);
             }
         }
-        for key in ["anyOf", "oneOf"] {
-            let Some(Value::Array(variants)) = map.get(key) else {
+        for (key, found) in [("anyOf", k.any_of), ("oneOf", k.one_of)] {
+            let Some(Value::Array(variants)) = found else {
                 continue;
             };
-            let mut failed = Vec::new();
             let mut matched = Vec::new();
             for (i, s) in variants.iter().enumerate() {
-                let mut found = Vec::new();
-                self.check(s, instance, at, &mut found);
-                if found.is_empty() {
+                if self.matches(s, instance, at) {
                     matched.push(i);
-                    if key == "anyOf" {
+                    if key == "anyOf" || matched.len() > 1 {
                         break;
                     }
-                } else {
-                    failed.push(found);
                 }
             }
             if matched.is_empty() {
-                fail(
-                    out,
-                    at,
-                    "one of the union's variants",
-                    FailureKind::Union(failed),
-                );
-            } else if key == "oneOf" && matched.len() > 1 {
-                let wanted =
-                    format!("exactly one variant of the oneOf (variants {matched:?} match)");
-                fail(out, at, &wanted, FailureKind::Other);
+                let kind = if sink.collect {
+                    let each = variants.iter().map(|s| self.failures(s, instance, at));
+                    FailureKind::Union(each.collect())
+                } else {
+                    FailureKind::Other
+                };
+                sink.fail(at, kind, || "one of the union's variants".into());
+            } else if matched.len() > 1 {
+                sink.fail(at, FailureKind::Other, || {
+                    format!("exactly one variant of the oneOf (variants {matched:?} match)")
+                });
             }
         }
-        if let Some(not) = map.get("not")
+        if let Some(not) = k.not
             && self.matches(not, instance, at)
         {
-            fail(
-                out,
-                at,
-                "a value the `not` schema refuses",
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                "a value the `not` schema refuses".into()
+            });
         }
-        if let Some(condition) = map.get("if") {
+        if let Some(condition) = k.condition {
             let branch = if self.matches(condition, instance, at) {
-                "then"
+                k.then
             } else {
-                "else"
+                k.otherwise
             };
-            if let Some(s) = map.get(branch) {
-                self.check(s, instance, at, out);
+            if let Some(s) = branch {
+                self.check(s, instance, at, sink);
             }
         }
     }
 
-    fn check_object(
+    fn check_object<'i>(
         &self,
-        map: &Map<String, Value>,
-        object: &Map<String, Value>,
-        instance: &Value,
-        at: &mut Vec<String>,
-        out: &mut Vec<Failure>,
+        k: &Keywords,
+        object: &'i Map<String, Value>,
+        instance: &'i Value,
+        at: &mut Vec<Token<'i>>,
+        sink: &mut Sink,
     ) {
-        if let Some(Value::Array(required)) = map.get("required") {
-            let missing: Vec<&str> = required
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|name| !object.contains_key(*name))
-                .collect();
-            if !missing.is_empty() {
-                let wanted = format!("the properties {}", quoted(&missing));
-                fail(out, at, &wanted, FailureKind::Other);
-            }
+        if let Some(Value::Array(required)) = k.required {
+            require(required, object, at, sink, "");
         }
         let count = object.len() as u64;
-        if let Some(min) = map.get("minProperties").and_then(Value::as_u64)
+        if let Some(min) = k.min_properties.and_then(Value::as_u64)
             && count < min
         {
-            fail(
-                out,
-                at,
-                &format!("at least {min} properties"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                format!("at least {min} properties")
+            });
         }
-        if let Some(max) = map.get("maxProperties").and_then(Value::as_u64)
+        if let Some(max) = k.max_properties.and_then(Value::as_u64)
             && count > max
         {
-            fail(
-                out,
-                at,
-                &format!("at most {max} properties"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                format!("at most {max} properties")
+            });
         }
-        if let Some(Value::Object(dependencies)) = map.get("dependencies") {
-            for (name, dependency) in dependencies {
-                if !object.contains_key(name) {
-                    continue;
-                }
+        if let Some(Value::Object(dependencies)) = k.dependencies {
+            for (name, dependency) in dependencies
+                .iter()
+                .filter(|(n, _)| entry(object, n).is_some())
+            {
                 match dependency {
-                    Value::Array(names) => {
-                        let missing: Vec<&str> = names
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .filter(|n| !object.contains_key(*n))
-                            .collect();
-                        if !missing.is_empty() {
-                            let wanted =
-                                format!("the properties {} (with {name:?})", quoted(&missing));
-                            fail(out, at, &wanted, FailureKind::Other);
-                        }
-                    }
-                    schema => self.check(schema, instance, at, out),
+                    Value::Array(names) => require(names, object, at, sink, name),
+                    schema => self.check(schema, instance, at, sink),
                 }
             }
         }
-        let properties = map.get("properties").and_then(Value::as_object);
-        let patterns = map.get("patternProperties").and_then(Value::as_object);
-        let additional = map.get("additionalProperties");
+        let properties = k.properties.and_then(Value::as_object);
+        let patterns = k.pattern_properties.and_then(Value::as_object);
+        let additional = k.additional_properties;
         let mut extra = Vec::new();
         for (name, value) in object {
-            if let Some(names) = map.get("propertyNames") {
-                let mut found = Vec::new();
-                self.check(names, &Value::String(name.clone()), at, &mut found);
-                if !found.is_empty() {
-                    fail(
-                        out,
-                        at,
-                        &format!("property names the schema allows, not {name:?}"),
-                        FailureKind::Other,
-                    );
-                }
+            if sink.done() {
+                return;
             }
-            at.push(name.clone());
+            if let Some(names) = k.property_names
+                && !self.matches(names, &Value::String(name.clone()), &mut Vec::new())
+            {
+                sink.fail(at, FailureKind::Other, || {
+                    format!("property names the schema allows, not {name:?}")
+                });
+            }
+            at.push(Token::Key(name));
             let mut known = false;
-            if let Some(s) = properties.and_then(|p| p.get(name)) {
+            if let Some(s) = properties.and_then(|p| entry(p, name)) {
                 known = true;
-                self.check(s, value, at, out);
+                self.check(s, value, at, sink);
             }
             for (pattern, s) in patterns.into_iter().flatten() {
                 if self.patterns.get(pattern).is_some_and(|r| r.is_match(name)) {
                     known = true;
-                    self.check(s, value, at, out);
+                    self.check(s, value, at, sink);
                 }
+            }
+            match additional {
+                Some(Value::Bool(false)) if !known => extra.push(name.as_str()),
+                Some(s) if !known => self.check(s, value, at, sink),
+                _ => {}
             }
             at.pop();
-            if !known && let Some(s) = additional {
-                if s == &Value::Bool(false) {
-                    extra.push(name.as_str());
-                } else {
-                    at.push(name.clone());
-                    self.check(s, value, at, out);
-                    at.pop();
-                }
-            }
         }
         if !extra.is_empty() {
-            let wanted = format!("no properties beyond the schema's, not {}", quoted(&extra));
-            fail(out, at, &wanted, FailureKind::Other);
+            sink.fail(at, FailureKind::Other, || {
+                format!("no properties beyond the schema's, not {}", quoted(&extra))
+            });
         }
     }
 
-    fn check_array(
+    fn check_array<'i>(
         &self,
-        map: &Map<String, Value>,
-        items: &[Value],
-        at: &mut Vec<String>,
-        out: &mut Vec<Failure>,
+        k: &Keywords,
+        items: &'i [Value],
+        at: &mut Vec<Token<'i>>,
+        sink: &mut Sink,
     ) {
         let count = items.len() as u64;
-        if let Some(min) = map.get("minItems").and_then(Value::as_u64)
+        if let Some(min) = k.min_items.and_then(Value::as_u64)
             && count < min
         {
-            fail(
-                out,
-                at,
-                &format!("at least {min} items"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || format!("at least {min} items"));
         }
-        if let Some(max) = map.get("maxItems").and_then(Value::as_u64)
+        if let Some(max) = k.max_items.and_then(Value::as_u64)
             && count > max
         {
-            fail(out, at, &format!("at most {max} items"), FailureKind::Other);
+            sink.fail(at, FailureKind::Other, || format!("at most {max} items"));
         }
-        if map.get("uniqueItems") == Some(&Value::Bool(true)) {
+        if k.unique_items == Some(&Value::Bool(true)) {
             let repeated = (0..items.len()).find_map(|j| {
                 (0..j)
                     .find(|&i| equal(&items[i], &items[j]))
                     .map(|i| (i, j))
             });
             if let Some((i, j)) = repeated {
-                fail(
-                    out,
-                    at,
-                    &format!("unique items (items {i} and {j} are equal)"),
-                    FailureKind::Other,
-                );
+                sink.fail(at, FailureKind::Other, || {
+                    format!("unique items (items {i} and {j} are equal)")
+                });
             }
         }
-        let each = |s: &Value, from: usize, at: &mut Vec<String>, out: &mut Vec<Failure>| {
-            for (i, item) in items.iter().enumerate().skip(from) {
-                at.push(i.to_string());
-                self.check(s, item, at, out);
-                at.pop();
-            }
+        let (tuple, rest) = match k.items {
+            Some(Value::Array(tuple)) => (tuple.as_slice(), k.additional_items),
+            other => (&[][..], other),
         };
-        match map.get("items") {
-            Some(Value::Array(tuple)) => {
-                for (i, (s, item)) in tuple.iter().zip(items).enumerate() {
-                    at.push(i.to_string());
-                    self.check(s, item, at, out);
-                    at.pop();
-                }
-                if let Some(s) = map.get("additionalItems") {
-                    each(s, tuple.len(), at, out);
-                }
+        for (i, item) in items.iter().enumerate() {
+            if sink.done() {
+                return;
             }
-            Some(s) => each(s, 0, at, out),
-            None => {}
+            let Some(s) = tuple.get(i).or(rest) else {
+                break;
+            };
+            at.push(Token::Index(i));
+            self.check(s, item, at, sink);
+            at.pop();
         }
-        if let Some(s) = map.get("contains") {
+        if let Some(s) = k.contains {
             let any = items.iter().enumerate().any(|(i, item)| {
-                at.push(i.to_string());
+                at.push(Token::Index(i));
                 let ok = self.matches(s, item, at);
                 at.pop();
                 ok
             });
             if !any {
-                fail(
-                    out,
-                    at,
-                    "an item the `contains` schema allows",
-                    FailureKind::Other,
-                );
+                sink.fail(at, FailureKind::Other, || {
+                    "an item the `contains` schema allows".into()
+                });
             }
         }
     }
 
-    fn check_string(
-        &self,
-        map: &Map<String, Value>,
-        text: &str,
-        at: &[String],
-        out: &mut Vec<Failure>,
-    ) {
-        let length = text.chars().count() as u64;
-        if let Some(min) = map.get("minLength").and_then(Value::as_u64)
-            && length < min
+    fn check_string(&self, k: &Keywords, text: &str, at: &[Token], sink: &mut Sink) {
+        let length = || text.chars().count() as u64;
+        if let Some(min) = k.min_length.and_then(Value::as_u64)
+            && length() < min
         {
-            fail(
-                out,
-                at,
-                &format!("at least {min} characters"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                format!("at least {min} characters")
+            });
         }
-        if let Some(max) = map.get("maxLength").and_then(Value::as_u64)
-            && length > max
+        if let Some(max) = k.max_length.and_then(Value::as_u64)
+            && length() > max
         {
-            fail(
-                out,
-                at,
-                &format!("at most {max} characters"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                format!("at most {max} characters")
+            });
         }
-        if let Some(Value::String(pattern)) = map.get("pattern")
+        if let Some(Value::String(pattern)) = k.pattern
             && self
                 .patterns
                 .get(pattern)
                 .is_some_and(|r| !r.is_match(text))
         {
-            fail(
-                out,
-                at,
-                &format!("a string matching {pattern:?}"),
-                FailureKind::Other,
-            );
+            sink.fail(at, FailureKind::Other, || {
+                format!("a string matching {pattern:?}")
+            });
         }
     }
 }
 
+/// One step of a place in the instance, borrowed from it.
+#[derive(Debug, Clone, Copy)]
+enum Token<'i> {
+    Key(&'i str),
+    Index(usize),
+}
+
+/// Where a check's failures go: only noticed (a check that needs a yes or no stops at the
+/// first), or gathered with their words.
+#[derive(Debug, Default)]
+struct Sink {
+    collect: bool,
+    failed: bool,
+    failures: Vec<Failure>,
+}
+
+impl Sink {
+    /// Whether the answer is known: a failure, and nobody wants the rest.
+    fn done(&self) -> bool {
+        self.failed && !self.collect
+    }
+
+    /// Notes a failure; its words are written only when they are gathered.
+    fn fail(&mut self, at: &[Token], kind: FailureKind, wanted: impl FnOnce() -> String) {
+        self.failed = true;
+        if self.collect {
+            let at = at
+                .iter()
+                .map(|t| match t {
+                    Token::Key(k) => (*k).to_string(),
+                    Token::Index(i) => i.to_string(),
+                })
+                .collect();
+            self.failures.push(Failure {
+                at,
+                wanted: wanted(),
+                kind,
+            });
+        }
+    }
+}
+
+/// `const` and `enum`.
+fn check_values(k: &Keywords, instance: &Value, at: &[Token], sink: &mut Sink) {
+    if let Some(want) = k.constant
+        && !equal(want, instance)
+    {
+        sink.fail(at, FailureKind::Tag, || format!("the value {want}"));
+    }
+    if let Some(Value::Array(choices)) = k.choices
+        && !choices.iter().any(|c| equal(c, instance))
+    {
+        let kind = if choices.len() == 1 {
+            FailureKind::Tag
+        } else {
+            FailureKind::Other
+        };
+        sink.fail(at, kind, || {
+            let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
+            format!("one of {}", listed.join(", "))
+        });
+    }
+}
+
+/// `required`, and the names a present property's `dependencies` list (`with`).
+fn require(
+    names: &[Value],
+    object: &Map<String, Value>,
+    at: &[Token],
+    sink: &mut Sink,
+    with: &str,
+) {
+    let missing: Vec<&str> = names
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| entry(object, n).is_none())
+        .collect();
+    if !missing.is_empty() {
+        sink.fail(at, FailureKind::Other, || match with {
+            "" => format!("the properties {}", quoted(&missing)),
+            with => format!("the properties {} (with {with:?})", quoted(&missing)),
+        });
+    }
+}
+
 /// The bounds of a number (`minimum`, `maximum`, their exclusive forms, `multipleOf`).
-fn check_number(map: &Map<String, Value>, instance: &Value, at: &[String], out: &mut Vec<Failure>) {
+fn check_number(k: &Keywords, instance: &Value, at: &[Token], sink: &mut Sink) {
     let Some(x) = instance.as_f64() else { return };
-    let bound = |key: &str| map.get(key).and_then(Value::as_f64);
+    let bound = |v: Option<&Value>| v.and_then(Value::as_f64);
     let mut wanted = Vec::new();
-    if let Some(min) = bound("minimum").filter(|m| x < *m) {
+    if let Some(min) = bound(k.minimum).filter(|m| x < *m) {
         wanted.push(format!("at least {min}"));
     }
-    if let Some(max) = bound("maximum").filter(|m| x > *m) {
+    if let Some(max) = bound(k.maximum).filter(|m| x > *m) {
         wanted.push(format!("at most {max}"));
     }
-    if let Some(min) = bound("exclusiveMinimum").filter(|m| x <= *m) {
+    if let Some(min) = bound(k.exclusive_minimum).filter(|m| x <= *m) {
         wanted.push(format!("more than {min}"));
     }
-    if let Some(max) = bound("exclusiveMaximum").filter(|m| x >= *m) {
+    if let Some(max) = bound(k.exclusive_maximum).filter(|m| x >= *m) {
         wanted.push(format!("less than {max}"));
     }
-    if let Some(step) = bound("multipleOf").filter(|m| *m > 0.0) {
+    if let Some(step) = bound(k.multiple_of).filter(|m| *m > 0.0) {
         let q = x / step;
         if (q - q.round()).abs() > 1e-9 * q.abs().max(1.0) {
             wanted.push(format!("a multiple of {step}"));
         }
     }
     for w in wanted {
-        fail(out, at, &format!("a number {w}"), FailureKind::Other);
+        sink.fail(at, FailureKind::Other, || format!("a number {w}"));
     }
 }
 
-fn fail(out: &mut Vec<Failure>, at: &[String], wanted: &str, kind: FailureKind) {
-    out.push(Failure {
-        at: at.to_vec(),
-        wanted: wanted.to_string(),
-        kind,
-    });
+/// The draft-07 keywords of one schema object, found in one pass over it (a lookup by name
+/// for each keyword cost the most of a check in a debug build; the frequent ones are
+/// compared first).
+#[derive(Debug, Default)]
+struct Keywords<'s> {
+    reference: Option<&'s Value>,
+    ty: Option<&'s Value>,
+    constant: Option<&'s Value>,
+    choices: Option<&'s Value>,
+    all_of: Option<&'s Value>,
+    any_of: Option<&'s Value>,
+    one_of: Option<&'s Value>,
+    not: Option<&'s Value>,
+    condition: Option<&'s Value>,
+    then: Option<&'s Value>,
+    otherwise: Option<&'s Value>,
+    required: Option<&'s Value>,
+    min_properties: Option<&'s Value>,
+    max_properties: Option<&'s Value>,
+    dependencies: Option<&'s Value>,
+    properties: Option<&'s Value>,
+    pattern_properties: Option<&'s Value>,
+    additional_properties: Option<&'s Value>,
+    property_names: Option<&'s Value>,
+    items: Option<&'s Value>,
+    additional_items: Option<&'s Value>,
+    min_items: Option<&'s Value>,
+    max_items: Option<&'s Value>,
+    unique_items: Option<&'s Value>,
+    contains: Option<&'s Value>,
+    min_length: Option<&'s Value>,
+    max_length: Option<&'s Value>,
+    pattern: Option<&'s Value>,
+    minimum: Option<&'s Value>,
+    maximum: Option<&'s Value>,
+    exclusive_minimum: Option<&'s Value>,
+    exclusive_maximum: Option<&'s Value>,
+    multiple_of: Option<&'s Value>,
+}
+
+impl<'s> Keywords<'s> {
+    fn of(map: &'s Map<String, Value>) -> Keywords<'s> {
+        let mut k = Keywords::default();
+        for (name, value) in map {
+            let slot = match name.as_str() {
+                "type" => &mut k.ty,
+                // Annotations, most of a schema's keys: skipped before the rest are compared.
+                "title" | "description" | "format" | "default" => continue,
+                "properties" => &mut k.properties,
+                "required" => &mut k.required,
+                "$ref" => &mut k.reference,
+                "enum" => &mut k.choices,
+                "anyOf" => &mut k.any_of,
+                "items" => &mut k.items,
+                "additionalProperties" => &mut k.additional_properties,
+                "minimum" => &mut k.minimum,
+                "oneOf" => &mut k.one_of,
+                "allOf" => &mut k.all_of,
+                "const" => &mut k.constant,
+                "not" => &mut k.not,
+                "if" => &mut k.condition,
+                "then" => &mut k.then,
+                "else" => &mut k.otherwise,
+                "minProperties" => &mut k.min_properties,
+                "maxProperties" => &mut k.max_properties,
+                "dependencies" => &mut k.dependencies,
+                "patternProperties" => &mut k.pattern_properties,
+                "propertyNames" => &mut k.property_names,
+                "additionalItems" => &mut k.additional_items,
+                "minItems" => &mut k.min_items,
+                "maxItems" => &mut k.max_items,
+                "uniqueItems" => &mut k.unique_items,
+                "contains" => &mut k.contains,
+                "minLength" => &mut k.min_length,
+                "maxLength" => &mut k.max_length,
+                "pattern" => &mut k.pattern,
+                "maximum" => &mut k.maximum,
+                "exclusiveMinimum" => &mut k.exclusive_minimum,
+                "exclusiveMaximum" => &mut k.exclusive_maximum,
+                "multipleOf" => &mut k.multiple_of,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        k
+    }
+}
+
+/// The value of `key` in `map`: a map of a few entries is searched in order, which in a
+/// debug build is several times faster than hashing the key.
+fn entry<'m>(map: &'m Map<String, Value>, key: &str) -> Option<&'m Value> {
+    if map.len() > 16 {
+        return map.get(key);
+    }
+    map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
 }
 
 /// The subschema a `$ref` names: a JSON pointer into the document (`#`, `#/definitions/X`).
@@ -630,9 +741,9 @@ fn resolve<'a>(root: &'a Value, reference: &Value) -> Result<&'a Value, &'static
 }
 
 /// A URI fragment's percent-encoding undone.
-fn percent_decoded(text: &str) -> Option<String> {
+fn percent_decoded(text: &str) -> Option<Cow<'_, str>> {
     if !text.contains('%') {
-        return Some(text.to_string());
+        return Some(Cow::Borrowed(text));
     }
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -647,7 +758,7 @@ fn percent_decoded(text: &str) -> Option<String> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    String::from_utf8(out).ok().map(Cow::Owned)
 }
 
 /// Whether a key is a JSON Schema keyword (an object holding one is a schema, not a
