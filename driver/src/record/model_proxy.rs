@@ -291,7 +291,10 @@ mod tests {
         let proxy = proxy_to(&server).await;
         let body = json!({"model": "m", "input": [{"type": "message", "role": "user",
             "content": [{"type": "input_text", "text": "squeezed"}]}]});
-        let packed = zstd::stream::encode_all(body.to_string().as_bytes(), 3).unwrap();
+        let packed = ruzstd::encoding::compress_to_vec(
+            body.to_string().as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         let mut zstd_request = request("POST", "/responses", packed);
         zstd_request
             .headers_mut()

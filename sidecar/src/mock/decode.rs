@@ -4,6 +4,9 @@
 use std::borrow::Cow;
 use std::io::Read;
 
+use ruzstd::decoding::StreamingDecoder;
+use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+
 /// A body that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -36,7 +39,7 @@ pub fn decode_body(content_encoding: Option<&str>, body: &[u8]) -> Result<Vec<u8
     for encoding in encodings.filter(|e| !e.is_empty()) {
         data = match encoding.to_ascii_lowercase().as_str() {
             "identity" => data,
-            "zstd" => Cow::Owned(zstd::stream::decode_all(&*data).map_err(|e| invalid("zstd", e))?),
+            "zstd" => Cow::Owned(zstd_decoded(&data).map_err(|e| invalid("zstd", e))?),
             "gzip" | "x-gzip" => {
                 let mut out = Vec::new();
                 flate2::read::MultiGzDecoder::new(&*data)
@@ -50,7 +53,37 @@ pub fn decode_body(content_encoding: Option<&str>, body: &[u8]) -> Result<Vec<u8
     Ok(data.into_owned())
 }
 
-fn invalid(encoding: &str, error: std::io::Error) -> DecodeError {
+/// Every frame of a zstd body, one after the other (skippable frames skipped, checksums
+/// checked).
+fn zstd_decoded(mut input: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while !input.is_empty() {
+        let mut frame = match StreamingDecoder::new(&mut input) {
+            Ok(frame) => frame,
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                input = input
+                    .get(length as usize..)
+                    .ok_or("a skippable frame runs past the end of the body")?;
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        frame.read_to_end(&mut out).map_err(|e| e.to_string())?;
+        // The decoder leaves the frame's checksum to its caller.
+        let frame = frame.into_frame_decoder();
+        if let Some(sent) = frame.get_checksum_from_data()
+            && frame.get_calculated_checksum() != Some(sent)
+        {
+            return Err("the frame's checksum does not match its content".into());
+        }
+    }
+    Ok(out)
+}
+
+fn invalid(encoding: &str, error: impl std::fmt::Display) -> DecodeError {
     DecodeError::Invalid {
         encoding: encoding.to_string(),
         message: error.to_string(),
@@ -69,7 +102,40 @@ mod tests {
     }
 
     fn zstd(data: &[u8]) -> Vec<u8> {
-        zstd::stream::encode_all(data, 3).unwrap()
+        ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+    }
+
+    /// A request body compressed by the reference implementation (zstd 1.5.7, level 3, with
+    /// a checksum), as codex's own encoder writes them.
+    const REFERENCE_FRAME: &str = "28b52ffd04580d030042c6131880a9e9e0bb68dbb4edfee0a3b40c3594d129848b665074a8ab0ae56d8ea24c9bb18c35004ba9e1dbce4473709a07916dd4a4be5b106db770a454f3dd44912f0477aae41cb6000241f35d4a40f322050029c6558ebf6a4338752018661d5e8b693a";
+
+    fn unhex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn frames_of_the_reference_encoder_decode_one_after_another() {
+        let body = br#"{"model":"mock-model","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hello hello hello"}]}],"stream":true}"#;
+        let frame = unhex(REFERENCE_FRAME);
+        assert_eq!(decode_body(Some("zstd"), &frame).unwrap(), body);
+        // Two frames with a skippable frame (magic 0x184D2A50, 3 bytes) between them.
+        let mut two = frame.clone();
+        two.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
+        two.extend_from_slice(&frame);
+        assert_eq!(
+            decode_body(Some("zstd"), &two).unwrap(),
+            [&body[..], body].concat()
+        );
+        // A frame cut short, or whose checksum does not match, is an error, never less data.
+        let cut = &frame[..frame.len() - 3];
+        assert!(decode_body(Some("zstd"), cut).is_err());
+        let mut bad = frame.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        assert!(decode_body(Some("zstd"), &bad).is_err());
     }
 
     #[test]
