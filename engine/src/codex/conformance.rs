@@ -120,18 +120,10 @@ impl Conformance {
             defs.insert(NULL_DEF.into(), serde_json::json!({"type": "null"}));
         }
         let schema = Schema::new(bundle)?;
-        let pointers = |list: Vec<(String, String)>| -> anyhow::Result<HashMap<_, _>> {
-            for (_, pointer) in &list {
-                anyhow::ensure!(
-                    schema.root().pointer(pointer).is_some(),
-                    "the schema has nothing at {pointer}"
-                );
-            }
-            Ok(list.into_iter().collect())
-        };
-        let notifications = pointers(notifications)?;
-        let server_requests = pointers(server_requests)?;
-        let responses = pointers(responses)?;
+        // Every pointer was read from the bundle itself (a miss in `check` still refuses).
+        let index = |list: Vec<(String, String)>| -> HashMap<_, _> { list.into_iter().collect() };
+        let (notifications, server_requests) = (index(notifications), index(server_requests));
+        let responses = index(responses);
         Ok(Conformance {
             schema,
             notifications,

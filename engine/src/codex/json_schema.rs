@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-/// Keywords whose value is one subschema.
-const ONE: [&str; 7] = [
+/// Keywords whose value is one subschema (`items` is one or an array of them).
+const ONE: [&str; 8] = [
     "additionalItems",
     "additionalProperties",
     "contains",
@@ -25,13 +25,19 @@ const ONE: [&str; 7] = [
     "not",
     "if",
     "then",
+    "else",
 ];
 
 /// Keywords whose value is an array of subschemas.
 const MANY: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 
-/// Keywords whose value maps names to subschemas.
-const MAPS: [&str; 3] = ["properties", "patternProperties", "definitions"];
+/// Keywords whose value maps names to subschemas (`dependencies`: or to arrays of names).
+const MAPS: [&str; 4] = [
+    "properties",
+    "patternProperties",
+    "definitions",
+    "dependencies",
+];
 
 /// A schema document, checked whole and ready to validate against any of its subschemas.
 #[derive(Debug)]
@@ -146,16 +152,19 @@ impl Schema {
                     add_pattern(name, format!("{at}/patternProperties"))?;
                 }
             }
-            for key in ONE.iter().chain(["else", "items"].iter()) {
-                match map.get(*key) {
-                    Some(Value::Array(list)) if *key == "items" => {
-                        for (i, s) in list.iter().enumerate() {
-                            pending.push((format!("{at}/items/{i}"), s));
-                        }
-                    }
-                    Some(s) => pending.push((format!("{at}/{key}"), s)),
-                    None => {}
+            for key in ONE {
+                if let Some(s) = map.get(key) {
+                    pending.push((format!("{at}/{key}"), s));
                 }
+            }
+            match map.get("items") {
+                Some(Value::Array(list)) => {
+                    for (i, s) in list.iter().enumerate() {
+                        pending.push((format!("{at}/items/{i}"), s));
+                    }
+                }
+                Some(s) => pending.push((format!("{at}/items"), s)),
+                None => {}
             }
             for key in MANY {
                 if let Some(Value::Array(list)) = map.get(key) {
@@ -164,8 +173,8 @@ impl Schema {
                     }
                 }
             }
-            for key in MAPS.iter().chain(["dependencies"].iter()) {
-                if let Some(Value::Object(entries)) = map.get(*key) {
+            for key in MAPS {
+                if let Some(Value::Object(entries)) = map.get(key) {
                     for (name, s) in entries {
                         let token = name.replace('~', "~0").replace('/', "~1");
                         pending.push((format!("{at}/{key}/{token}"), s));
@@ -181,11 +190,6 @@ impl Schema {
             }
         }
         Ok(Schema { root, patterns })
-    }
-
-    /// The document.
-    pub fn root(&self) -> &Value {
-        &self.root
     }
 
     /// Validates `instance` against the subschema at `pointer` (`""`: the whole document):
@@ -775,7 +779,6 @@ fn is_keyword(key: &str) -> bool {
                 | "enum"
                 | "const"
                 | "items"
-                | "else"
                 | "required"
                 | "title"
                 | "description"
