@@ -615,7 +615,7 @@ mod tests {
         let path = dir.join(format!("npm-{}", uuid::Uuid::now_v7()));
         let calls = dir.join("npm-calls");
         let script = format!(
-            "#!/bin/sh\n[ \"$1\" = pack ] || exit 9\necho \"$2\" >> '{}'\n{body}\n",
+            "#!/bin/sh\n[ \"$1\" = pack ] || exit 9\necho \"$*\" >> '{}'\n{body}\n",
             calls.display()
         );
         std::fs::write(&path, script).unwrap();
@@ -695,6 +695,41 @@ mod tests {
         assert_eq!(calls.lines().count(), 1, "npm ran more than once");
     }
 
+    /// npm's cached metadata may predate a release: the version is then asked of the registry.
+    #[tokio::test]
+    async fn a_version_newer_than_npms_cache_is_asked_of_the_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("pkg.tgz");
+        fake_package(&tgz, "0.161.0", "bin/codex");
+        let calls = dir.path().join("npm-calls");
+        let npm = dir.path().join("npm-stale-cache");
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in *--prefer-offline*) \
+             echo 'npm error code ETARGET' >&2; echo 'npm error notarget No matching version found' >&2; exit 1;; esac\n\
+             cp '{}' \"$4/openai-codex-fake.tgz\"\necho '[{{\"filename\":\"openai-codex-fake.tgz\"}}]'\n",
+            calls.display(),
+            tgz.display()
+        );
+        std::fs::write(&npm, script).unwrap();
+        std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cache = Cache::new(dir.path().join("cache"));
+        let rec = Recorder::default();
+        let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
+            .await
+            .unwrap();
+        assert_eq!(bin.version, "0.161.0");
+        let calls = std::fs::read_to_string(&calls).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert!(calls[0].ends_with("--prefer-offline"), "{calls:?}");
+        assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
+        let said = rec.0.lock().unwrap().clone();
+        assert!(
+            said.iter().any(|m| m.contains("cached list") && m.contains("asking the registry")),
+            "{said:?}"
+        );
+    }
+
     #[tokio::test]
     async fn install_errors_say_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
@@ -711,6 +746,13 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("No matching version found"), "{err}");
+        // Asked twice: from npm's cache first, then of the registry itself.
+        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert!(calls[0].ends_with("--prefer-offline"), "{calls:?}");
+        assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
+        std::fs::remove_file(dir.path().join("npm-calls")).unwrap();
 
         let npm = fake_npm(dir.path(), None, "line1\nnpm error something odd");
         let err = install_err(&cache, "0.0.1", &opts(npm)).await;
