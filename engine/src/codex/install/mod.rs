@@ -725,7 +725,8 @@ mod tests {
         assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
         let said = rec.0.lock().unwrap().clone();
         assert!(
-            said.iter().any(|m| m.contains("cached list") && m.contains("asking the registry")),
+            said.iter()
+                .any(|m| m.contains("cached list") && m.contains("asking the registry")),
             "{said:?}"
         );
     }
