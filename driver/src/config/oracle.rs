@@ -6,9 +6,9 @@
 //!
 //! - `app-server`: `initialize`, `initialized`, `thread/start` with the profile's params (when
 //!   it fails, `thread/start` with none and with each param alone, to tell which one),
-//!   `config/read` with its layers, `configRequirements/read`, `experimentalFeature/list`;
-//!   everything codex sent before the last answer is kept (`configWarning`,
-//!   `deprecationNotice`, `warning`).
+//!   `config/read` with its layers, `configRequirements/read`, `experimentalFeature/list`,
+//!   then its input closed; every warning codex sent until it exits is kept (`configWarning`,
+//!   `deprecationNotice`, `warning`), those that come after the last answer too.
 //! - [`Mode::Start`]: `initialize` only (the `--strict-config` runs).
 //! - `exec`: started when it prints its header (`session id:`) or a `thread.started` event,
 //!   then stopped; refused when it exits before.
@@ -256,12 +256,15 @@ async fn app_server(cmd: tokio::process::Command, r: &Run<'_>) -> anyhow::Result
             .ok();
         seen.features = feature_list(&server).await;
     }
+    // Codex sends a thread's warnings on a task of its own (`on-failure` is deprecated: after
+    // `thread/started`), which may come after a later answer: they are read once codex has
+    // exited and everything it wrote has been read, never from the middle of the session.
+    let _ = server.shutdown_exit(Duration::from_secs(5)).await;
     seen.warnings = server
         .messages()
         .iter()
         .filter_map(|m| warning_text(m.method(), m.params()).map(|t| (m.method().to_string(), t)))
         .collect();
-    let _ = server.shutdown_exit(Duration::from_secs(5)).await;
     seen.stderr = lines(&server.stderr_tail());
     Ok(seen)
 }
@@ -486,6 +489,56 @@ mod tests {
         );
         assert_eq!(error_of(&["x".into(), "y".into()]), "y");
         assert_eq!(strip_ansi("\u{1b}[2mtime\u{1b}[0m WARN"), "time WARN");
+    }
+
+    /// A codex that sends its warning after the last answer (as a thread's warnings may
+    /// come, on a task of their own), here once its input is closed: the check still sees
+    /// it, and a verdict is not `accepted` for want of waiting.
+    #[tokio::test]
+    async fn a_warning_sent_after_the_last_answer_is_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codex");
+        let script = r#"#!/bin/sh
+while IFS= read -r line; do
+  case "$line" in
+    *'"id":'*)
+      id=${line#*\"id\":}; id=${id%%,*}
+      case "$line" in
+        *'"thread/start"'*) printf '{"id":%s,"result":{"thread":{"id":"t1"}}}\n' "$id" ;;
+        *'"experimentalFeature/list"'*) printf '{"id":%s,"result":{"data":[],"nextCursor":null}}\n' "$id" ;;
+        *) printf '{"id":%s,"result":{}}\n' "$id" ;;
+      esac ;;
+  esac
+done
+printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is deprecated"}}\n'
+"#;
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = CodexBinary {
+            path,
+            version: "0.142.5".into(),
+        };
+        let isolation = Isolation::none();
+        let seen = run(&Run {
+            binary: &binary,
+            argv: vec!["app-server".into()],
+            files: Vec::new(),
+            thread: Vec::new(),
+            mode: Mode::Handshake,
+            isolation: &isolation,
+        })
+        .await
+        .unwrap();
+        assert_eq!(seen.outcome, Outcome::Started);
+        assert!(seen.thread.as_ref().is_some_and(Result::is_ok), "{seen:?}");
+        assert_eq!(
+            seen.warnings,
+            [(
+                "warning".to_string(),
+                "`on-failure` is deprecated".to_string()
+            )]
+        );
     }
 
     #[test]
