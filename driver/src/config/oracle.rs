@@ -10,8 +10,10 @@
 //!   then its input closed; every warning codex sent until it exits is kept (`configWarning`,
 //!   `deprecationNotice`, `warning`), those that come after the last answer too.
 //! - [`Mode::Start`]: `initialize` only (the `--strict-config` runs).
-//! - `exec`: started when it prints its header (`session id:`) or a `thread.started` event,
-//!   then stopped; refused when it exits before.
+//! - `exec`: started when it prints its header (`session id:`) or a `thread.started` event;
+//!   then read on until its turn reaches the offline provider (the first `ERROR:` line, or
+//!   `turn.started` with `--json`), since a session's own warnings come after its header
+//!   (with `--json` as `error` items), and stopped; refused when it exits before starting.
 //!
 //! Exiting before that is a refusal at start, with codex's own error (the `Error:`/`error:`
 //! line and those after it up to a blank one). The private home's path in what codex says is
@@ -33,6 +35,10 @@ use crate::harness::egress_trap::EgressTrap;
 /// How long codex may take to answer one request (thread/start took over 15 s once under
 /// load).
 const ANSWER: Duration = Duration::from_secs(45);
+
+/// How long `codex exec` may take from its session's start to its turn's first request
+/// (0.171.0: 1 ms).
+const AFTER_START: Duration = Duration::from_secs(5);
 
 /// The offline provider's id (`-c model_provider=…`).
 pub const PROVIDER: &str = "codex-parity-offline";
@@ -394,6 +400,7 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
     )));
     let deadline = tokio::time::sleep(ANSWER);
     tokio::pin!(deadline);
+    let mut json = false;
     loop {
         tokio::select! {
             line = rx.recv() => match line {
@@ -405,6 +412,7 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
                     }
                     if began {
                         seen.outcome = Outcome::Started;
+                        json = !is_err;
                         break;
                     }
                 }
@@ -416,11 +424,57 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
             () = &mut deadline => break,
         }
     }
+    if seen.outcome == Outcome::Started {
+        until_first_request(&mut rx, &mut seen, json).await;
+    }
     if let Some(group) = group {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.wait().await;
     Ok(seen)
+}
+
+/// What `codex exec` says between its session's start and its turn's first model request,
+/// where a session's own warnings come: its stderr lines, and with `--json` its `error`
+/// items as warnings (`exec`, the message). Read until the turn reaches the offline
+/// provider (its first `ERROR:` line, or `turn.started`), codex ends, or [`AFTER_START`].
+async fn until_first_request(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<(bool, String)>,
+    seen: &mut Observed,
+    json: bool,
+) {
+    let grace = tokio::time::sleep(AFTER_START);
+    tokio::pin!(grace);
+    loop {
+        let line = tokio::select! {
+            line = rx.recv() => line,
+            () = &mut grace => return,
+        };
+        let Some((is_err, line)) = line else {
+            return;
+        };
+        let line = strip_ansi(&line);
+        if is_err {
+            let reached = !json && line.starts_with("ERROR:");
+            seen.stderr.push(line);
+            if reached {
+                return;
+            }
+            continue;
+        }
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        match event["type"].as_str() {
+            Some("item.completed") if event["item"]["type"] == "error" => {
+                if let Some(message) = event["item"]["message"].as_str() {
+                    seen.warnings.push(("exec".into(), message.to_string()));
+                }
+            }
+            Some("turn.started" | "turn.failed" | "error") => return,
+            _ => {}
+        }
+    }
 }
 
 /// Lines of a text, ANSI codes removed.
@@ -539,6 +593,75 @@ printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is
                 "`on-failure` is deprecated".to_string()
             )]
         );
+    }
+
+    /// Runs a fake `codex exec` (a shell script) as a check does.
+    async fn fake_exec(script: &str) -> Observed {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codex");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = CodexBinary {
+            path,
+            version: "0.171.0".into(),
+        };
+        let isolation = Isolation::none();
+        run(&Run {
+            binary: &binary,
+            argv: vec!["exec".into(), "hi".into()],
+            files: Vec::new(),
+            thread: Vec::new(),
+            mode: Mode::Exec,
+            isolation: &isolation,
+        })
+        .await
+        .unwrap()
+    }
+
+    /// `codex exec` prints a session's warnings after its header (0.171.0: its bubblewrap and
+    /// Code Mode warnings), then hangs reconnecting to the offline provider: the check reads
+    /// up to its first `ERROR:` line, and no longer.
+    #[tokio::test]
+    async fn exec_warnings_after_the_header_are_kept() {
+        let seen = fake_exec(
+            "echo 'session id: 1' >&2\nsleep 0.3\n\
+             echo 'warning: `on-failure` approval policy is deprecated' >&2\n\
+             echo 'ERROR: Reconnecting... waiting for network' >&2\n\
+             echo 'warning: after the request' >&2\nsleep 60\n",
+        )
+        .await;
+        assert_eq!(seen.outcome, Outcome::Started);
+        assert!(
+            seen.stderr
+                .contains(&"warning: `on-failure` approval policy is deprecated".to_string()),
+            "{:?}",
+            seen.stderr
+        );
+        assert!(
+            !seen.stderr.iter().any(|l| l.contains("after the request")),
+            "{:?}",
+            seen.stderr
+        );
+        assert!(seen.took < Duration::from_secs(30), "waited for the hang");
+    }
+
+    /// With `--json`, those warnings are `error` items before `turn.started`.
+    #[tokio::test]
+    async fn exec_json_error_items_before_the_turn_are_warnings() {
+        let seen = fake_exec(
+            "echo '{\"type\":\"thread.started\",\"thread_id\":\"t\"}'\nsleep 0.3\n\
+             echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"error\",\"message\":\"`on-failure` is deprecated\"}}'\n\
+             echo '{\"type\":\"turn.started\"}'\n\
+             echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"item_1\",\"type\":\"error\",\"message\":\"later\"}}'\nsleep 60\n",
+        )
+        .await;
+        assert_eq!(seen.outcome, Outcome::Started);
+        assert_eq!(
+            seen.warnings,
+            [("exec".to_string(), "`on-failure` is deprecated".to_string())]
+        );
+        assert!(seen.took < Duration::from_secs(30), "waited for the hang");
     }
 
     #[test]
