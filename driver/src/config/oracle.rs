@@ -545,58 +545,8 @@ mod tests {
         assert_eq!(strip_ansi("\u{1b}[2mtime\u{1b}[0m WARN"), "time WARN");
     }
 
-    /// A codex that sends its warning after the last answer (as a thread's warnings may
-    /// come, on a task of their own), here once its input is closed: the check still sees
-    /// it, and a verdict is not `accepted` for want of waiting.
-    #[tokio::test]
-    async fn a_warning_sent_after_the_last_answer_is_kept() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("codex");
-        let script = r#"#!/bin/sh
-while IFS= read -r line; do
-  case "$line" in
-    *'"id":'*)
-      id=${line#*\"id\":}; id=${id%%,*}
-      case "$line" in
-        *'"thread/start"'*) printf '{"id":%s,"result":{"thread":{"id":"t1"}}}\n' "$id" ;;
-        *'"experimentalFeature/list"'*) printf '{"id":%s,"result":{"data":[],"nextCursor":null}}\n' "$id" ;;
-        *) printf '{"id":%s,"result":{}}\n' "$id" ;;
-      esac ;;
-  esac
-done
-printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is deprecated"}}\n'
-"#;
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let binary = CodexBinary {
-            path,
-            version: "0.142.5".into(),
-        };
-        let isolation = Isolation::none();
-        let seen = run(&Run {
-            binary: &binary,
-            argv: vec!["app-server".into()],
-            files: Vec::new(),
-            thread: Vec::new(),
-            mode: Mode::Handshake,
-            isolation: &isolation,
-        })
-        .await
-        .unwrap();
-        assert_eq!(seen.outcome, Outcome::Started);
-        assert!(seen.thread.as_ref().is_some_and(Result::is_ok), "{seen:?}");
-        assert_eq!(
-            seen.warnings,
-            [(
-                "warning".to_string(),
-                "`on-failure` is deprecated".to_string()
-            )]
-        );
-    }
-
-    /// Runs a fake `codex exec` (a shell script) as a check does.
-    async fn fake_exec(script: &str) -> Observed {
+    /// Runs a fake codex (a shell script) as a check does, in `mode` with `argv`.
+    async fn fake_codex(script: &str, argv: &[&str], mode: Mode) -> Observed {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("codex");
@@ -609,14 +559,49 @@ printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is
         let isolation = Isolation::none();
         run(&Run {
             binary: &binary,
-            argv: vec!["exec".into(), "hi".into()],
+            argv: argv.iter().map(|a| a.to_string()).collect(),
             files: Vec::new(),
             thread: Vec::new(),
-            mode: Mode::Exec,
+            mode,
             isolation: &isolation,
         })
         .await
         .unwrap()
+    }
+
+    /// A fake `codex exec`.
+    async fn fake_exec(script: &str) -> Observed {
+        fake_codex(script, &["exec", "hi"], Mode::Exec).await
+    }
+
+    /// A codex that sends its warning after the last answer (as a thread's warnings may
+    /// come, on a task of their own), here once its input is closed: the check still sees
+    /// it, and a verdict is not `accepted` for want of waiting.
+    #[tokio::test]
+    async fn a_warning_sent_after_the_last_answer_is_kept() {
+        let script = r#"while IFS= read -r line; do
+  case "$line" in
+    *'"id":'*)
+      id=${line#*\"id\":}; id=${id%%,*}
+      case "$line" in
+        *'"thread/start"'*) printf '{"id":%s,"result":{"thread":{"id":"t1"}}}\n' "$id" ;;
+        *'"experimentalFeature/list"'*) printf '{"id":%s,"result":{"data":[],"nextCursor":null}}\n' "$id" ;;
+        *) printf '{"id":%s,"result":{}}\n' "$id" ;;
+      esac ;;
+  esac
+done
+printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is deprecated"}}\n'
+"#;
+        let seen = fake_codex(script, &["app-server"], Mode::Handshake).await;
+        assert_eq!(seen.outcome, Outcome::Started);
+        assert!(seen.thread.as_ref().is_some_and(Result::is_ok), "{seen:?}");
+        assert_eq!(
+            seen.warnings,
+            [(
+                "warning".to_string(),
+                "`on-failure` is deprecated".to_string()
+            )]
+        );
     }
 
     /// `codex exec` prints a session's warnings after its header (0.171.0: its bubblewrap and
