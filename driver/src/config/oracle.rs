@@ -13,7 +13,7 @@
 //! - `exec`: started when it prints its header (`session id:`) or a `thread.started` event;
 //!   then read on until its turn reaches the offline provider (the first `ERROR:` line, or
 //!   `turn.started` with `--json`), since a session's own warnings come after its header
-//!   (with `--json` as `error` items), and stopped; refused when it exits before starting.
+//!   (with `--json` as `error` items and events), and stopped; refused when it exits before starting.
 //!
 //! Exiting before that is a refusal at start, with codex's own error (the `Error:`/`error:`
 //! line and those after it up to a blank one). The private home's path in what codex says is
@@ -436,7 +436,7 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
 
 /// What `codex exec` says between its session's start and its turn's first model request,
 /// where a session's own warnings come: its stderr lines, and with `--json` its `error`
-/// items as warnings (`exec`, the message). Read until the turn reaches the offline
+/// items and events as warnings (`exec`, the message). Read until the turn reaches the offline
 /// provider (its first `ERROR:` line, or `turn.started`), codex ends, or [`AFTER_START`].
 async fn until_first_request(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<(bool, String)>,
@@ -465,14 +465,16 @@ async fn until_first_request(
         let Ok(event) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        match event["type"].as_str() {
+        let message = match event["type"].as_str() {
+            Some("turn.started" | "turn.failed") => return,
             Some("item.completed") if event["item"]["type"] == "error" => {
-                if let Some(message) = event["item"]["message"].as_str() {
-                    seen.warnings.push(("exec".into(), message.to_string()));
-                }
+                event["item"]["message"].as_str()
             }
-            Some("turn.started" | "turn.failed" | "error") => return,
-            _ => {}
+            Some("error") => event["message"].as_str(),
+            _ => None,
+        };
+        if let Some(message) = message {
+            seen.warnings.push(("exec".into(), message.to_string()));
         }
     }
 }
@@ -631,12 +633,13 @@ printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is
         assert!(seen.took < Duration::from_secs(30), "waited for the hang");
     }
 
-    /// With `--json`, those warnings are `error` items before `turn.started`.
+    /// With `--json`, those warnings are `error` items (or events) before `turn.started`.
     #[tokio::test]
     async fn exec_json_error_items_before_the_turn_are_warnings() {
         let seen = fake_exec(
             "echo '{\"type\":\"thread.started\",\"thread_id\":\"t\"}'\nsleep 0.3\n\
              echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"error\",\"message\":\"`on-failure` is deprecated\"}}'\n\
+             echo '{\"type\":\"error\",\"message\":\"`x` is unknown\"}'\n\
              echo '{\"type\":\"turn.started\"}'\n\
              echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"item_1\",\"type\":\"error\",\"message\":\"later\"}}'\nsleep 60\n",
         )
@@ -644,7 +647,10 @@ printf '{"method":"warning","params":{"threadId":"t1","message":"`on-failure` is
         assert_eq!(seen.outcome, Outcome::Started);
         assert_eq!(
             seen.warnings,
-            [("exec".to_string(), "`on-failure` is deprecated".to_string())]
+            [
+                ("exec".to_string(), "`on-failure` is deprecated".to_string()),
+                ("exec".to_string(), "`x` is unknown".to_string())
+            ]
         );
         assert!(seen.took < Duration::from_secs(30), "waited for the hang");
     }
