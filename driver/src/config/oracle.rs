@@ -37,7 +37,7 @@ use crate::harness::egress_trap::EgressTrap;
 const ANSWER: Duration = Duration::from_secs(45);
 
 /// How long `codex exec` may take from its session's start to its turn's first request
-/// (0.171.0: 1 ms).
+/// (0.171.0: 1 ms); codex ends or is stopped then.
 const AFTER_START: Duration = Duration::from_secs(5);
 
 /// The offline provider's id (`-c model_provider=…`).
@@ -398,34 +398,40 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
         "codex exec neither started nor exited within {} s",
         ANSWER.as_secs()
     )));
+    // Until the session starts (its header), then until its turn's first request: `json`
+    // says, once it started, whether it speaks `--json`.
+    let mut json = None;
     let deadline = tokio::time::sleep(ANSWER);
     tokio::pin!(deadline);
-    let mut json = false;
     loop {
-        tokio::select! {
-            line = rx.recv() => match line {
-                Some((is_err, line)) => {
-                    let line = strip_ansi(&line);
-                    let began = line.starts_with("session id:") || line.contains("\"thread.started\"");
-                    if is_err {
-                        seen.stderr.push(line);
-                    }
-                    if began {
-                        seen.outcome = Outcome::Started;
-                        json = !is_err;
-                        break;
-                    }
-                }
-                None => {
-                    seen.outcome = Outcome::Refused(error_of(&seen.stderr));
-                    break;
-                }
-            },
+        let line = tokio::select! {
+            line = rx.recv() => line,
             () = &mut deadline => break,
+        };
+        let Some((is_err, line)) = line else {
+            if json.is_none() {
+                seen.outcome = Outcome::Refused(error_of(&seen.stderr));
+            }
+            break;
+        };
+        let line = strip_ansi(&line);
+        if let Some(json) = json {
+            if reaches_the_provider(&mut seen, is_err, line, json) {
+                break;
+            }
+            continue;
         }
-    }
-    if seen.outcome == Outcome::Started {
-        until_first_request(&mut rx, &mut seen, json).await;
+        let began = line.starts_with("session id:") || line.contains("\"thread.started\"");
+        if is_err {
+            seen.stderr.push(line);
+        }
+        if began {
+            seen.outcome = Outcome::Started;
+            json = Some(!is_err);
+            deadline
+                .as_mut()
+                .reset(tokio::time::Instant::now() + AFTER_START);
+        }
     }
     if let Some(group) = group {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
@@ -434,49 +440,31 @@ async fn exec(mut cmd: tokio::process::Command, label: &str) -> anyhow::Result<O
     Ok(seen)
 }
 
-/// What `codex exec` says between its session's start and its turn's first model request,
-/// where a session's own warnings come: its stderr lines, and with `--json` its `error`
-/// items and events as warnings (`exec`, the message). Read until the turn reaches the offline
-/// provider (its first `ERROR:` line, or `turn.started`), codex ends, or [`AFTER_START`].
-async fn until_first_request(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<(bool, String)>,
-    seen: &mut Observed,
-    json: bool,
-) {
-    let grace = tokio::time::sleep(AFTER_START);
-    tokio::pin!(grace);
-    loop {
-        let line = tokio::select! {
-            line = rx.recv() => line,
-            () = &mut grace => return,
-        };
-        let Some((is_err, line)) = line else {
-            return;
-        };
-        let line = strip_ansi(&line);
-        if is_err {
-            let reached = !json && line.starts_with("ERROR:");
-            seen.stderr.push(line);
-            if reached {
-                return;
-            }
-            continue;
-        }
-        let Ok(event) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        let message = match event["type"].as_str() {
-            Some("turn.started" | "turn.failed") => return,
-            Some("item.completed") if event["item"]["type"] == "error" => {
-                event["item"]["message"].as_str()
-            }
-            Some("error") => event["message"].as_str(),
-            _ => None,
-        };
-        if let Some(message) = message {
-            seen.warnings.push(("exec".into(), message.to_string()));
-        }
+/// One line `codex exec` says between its session's start and its turn's first model
+/// request, where a session's own warnings come: a stderr line is kept, and with `--json` an
+/// `error` item or event is a warning (`exec`, the message). True when the line shows the
+/// turn reaching the offline provider (its first `ERROR:` line, or `turn.started`).
+fn reaches_the_provider(seen: &mut Observed, is_err: bool, line: String, json: bool) -> bool {
+    if is_err {
+        let reached = !json && line.starts_with("ERROR:");
+        seen.stderr.push(line);
+        return reached;
     }
+    let Ok(event) = serde_json::from_str::<Value>(&line) else {
+        return false;
+    };
+    let message = match event["type"].as_str() {
+        Some("turn.started" | "turn.failed") => return true,
+        Some("item.completed") if event["item"]["type"] == "error" => {
+            event["item"]["message"].as_str()
+        }
+        Some("error") => event["message"].as_str(),
+        _ => None,
+    };
+    if let Some(message) = message {
+        seen.warnings.push(("exec".into(), message.to_string()));
+    }
+    false
 }
 
 /// Lines of a text, ANSI codes removed.

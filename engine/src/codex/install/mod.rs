@@ -695,6 +695,16 @@ mod tests {
         assert_eq!(calls.lines().count(), 1, "npm ran more than once");
     }
 
+    /// The npm calls logged in `calls` were two: from npm's cache first
+    /// (`--prefer-offline`), then of the registry itself.
+    fn asked_from_cache_then_registry(calls: &Path) {
+        let calls = std::fs::read_to_string(calls).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert!(calls[0].ends_with("--prefer-offline"), "{calls:?}");
+        assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
+    }
+
     /// npm's cached metadata may predate a release: the version is then asked of the registry.
     #[tokio::test]
     async fn a_version_newer_than_npms_cache_is_asked_of_the_registry() {
@@ -718,11 +728,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(bin.version, "0.161.0");
-        let calls = std::fs::read_to_string(&calls).unwrap();
-        let calls: Vec<&str> = calls.lines().collect();
-        assert_eq!(calls.len(), 2, "{calls:?}");
-        assert!(calls[0].ends_with("--prefer-offline"), "{calls:?}");
-        assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
+        asked_from_cache_then_registry(&calls);
         let said = rec.0.lock().unwrap().clone();
         assert!(
             said.iter()
@@ -747,12 +753,7 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("No matching version found"), "{err}");
-        // Asked twice: from npm's cache first, then of the registry itself.
-        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
-        let calls: Vec<&str> = calls.lines().collect();
-        assert_eq!(calls.len(), 2, "{calls:?}");
-        assert!(calls[0].ends_with("--prefer-offline"), "{calls:?}");
-        assert!(!calls[1].contains("--prefer-offline"), "{calls:?}");
+        asked_from_cache_then_registry(&dir.path().join("npm-calls"));
         std::fs::remove_file(dir.path().join("npm-calls")).unwrap();
 
         let npm = fake_npm(dir.path(), None, "line1\nnpm error something odd");
