@@ -230,6 +230,44 @@ mod real {
         );
     }
 
+    /// The profile's own secrets (a `-c` override of a secret key, a home file's bearer token
+    /// and an MCP server's `env`) are in none of the report's words: items, messages, notes.
+    #[test]
+    fn the_report_holds_none_of_the_profiles_secrets() {
+        let profile = r#"args = ["app-server", "-c", "api_key=\"sk-planted-arg-7731\""]
+[home]
+"config.toml" = '''
+[model_providers.corp]
+name = "corp"
+base_url = "https://corp.example/v1"
+experimental_bearer_token = "planted-bearer-7732"
+[mcp_servers.db]
+command = "db-mcp"
+env = { DB_PASSWORD = "planted-env-7733" }
+'''
+"#;
+        let (_, r) = check(profile, &["0.171.0", "--no-bisect"]);
+        let text = r.to_string();
+        for planted in [
+            "sk-planted-arg-7731",
+            "planted-bearer-7732",
+            "planted-env-7733",
+        ] {
+            assert!(!text.contains(planted), "{planted} in {r:#}");
+        }
+        let items: Vec<&str> = r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|i| i["item"].as_str())
+            .collect();
+        assert!(items.contains(&"-c api_key=\"<redacted>\""), "{items:?}");
+        assert!(
+            items.contains(&"model_providers.corp.experimental_bearer_token = \"<redacted>\""),
+            "{items:?}"
+        );
+    }
+
     #[test]
     fn the_feature_codex_hooks_became_hooks_in_0_129_0() {
         let profile = "args = [\"app-server\", \"--enable\", \"hooks\"]\n[home]\n\"config.toml\" = '''\n\

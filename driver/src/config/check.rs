@@ -278,13 +278,14 @@ pub async fn check(
         strict,
     };
     // What the report shows (the profile's items as written, codex's own words) holds no
-    // secret: the values of secret-named variables and secret shapes are replaced.
+    // secret: the values of secret-named variables, the profile's own secret settings and
+    // secret shapes are replaced.
     let env = std::env::vars_os();
     report.redact(&mut Redactor::for_recording(
         &[],
         "OPENAI_API_KEY",
         env,
-        Vec::new(),
+        crate::config::init::secret_values(profile),
     )?);
     Ok(report)
 }

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use serde_json::Value;
 
 use crate::config::profile::{self, Profile};
 
@@ -140,6 +141,42 @@ pub fn secret_key(key: &str) -> bool {
         .any(|s| last.contains(s))
 }
 
+/// Whether a config file's leaf holds a secret: a secret key, or a whole `env` or
+/// `http_headers` table.
+fn secret_leaf(key: &str) -> bool {
+    secret_key(key) || key.ends_with(".env") || key.ends_with(".http_headers")
+}
+
+/// The secret values a profile holds, each with where it is (the same keys [`write`]'s
+/// profiles redact): `-c` overrides of secret keys, and the home files' secret leaves (an
+/// `env` or `http_headers` table's every value), for what shows the profile to redact.
+pub fn secret_values(profile: &Profile) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let args: Vec<String> = profile.args.iter().map(|a| a.value.clone()).collect();
+    for i in 0..args.len() {
+        if let Some((_, key, value)) = secret_override(&args, i) {
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            out.push((value.to_string(), format!("args: -c {key}")));
+        }
+    }
+    for file in &profile.home {
+        for leaf in profile::leaves(&file.text).unwrap_or_default() {
+            if !secret_leaf(&leaf.key) {
+                continue;
+            }
+            let values: Vec<&Value> = match &leaf.value {
+                Value::Object(map) => map.values().collect(),
+                value => vec![value],
+            };
+            for value in values.into_iter().filter_map(Value::as_str) {
+                out.push((value.to_string(), format!("{}: {}", file.name, leaf.key)));
+            }
+        }
+    }
+    out.retain(|(value, _)| !value.is_empty());
+    out
+}
+
 /// A config file's text with its secret values replaced (lines kept).
 fn redact_file(name: &str, text: &str, redacted: &mut Vec<String>) -> String {
     let Ok(leaves) = profile::leaves(text) else {
@@ -148,9 +185,7 @@ fn redact_file(name: &str, text: &str, redacted: &mut Vec<String>) -> String {
     let mut out = text.to_string();
     // From the end, so that earlier offsets stay right.
     for leaf in leaves.iter().rev() {
-        let secret = secret_key(&leaf.key)
-            || (leaf.key.ends_with(".env") || leaf.key.ends_with(".http_headers"));
-        if !secret || !leaf.value.is_string() && !leaf.value.is_object() {
+        if !secret_leaf(&leaf.key) || !leaf.value.is_string() && !leaf.value.is_object() {
             continue;
         }
         let raw_start = leaf.span.end - leaf.raw.len();
@@ -178,20 +213,29 @@ fn redact_file(name: &str, text: &str, redacted: &mut Vec<String>) -> String {
     out
 }
 
-/// An argument, its value redacted when it is a `-c` override of a secret key.
-fn redact_arg(args: &[String], i: usize, arg: &str, redacted: &mut Vec<String>) -> String {
+/// Argument `i` of `args` when it is a `-c` (or `--config=`) override of a secret key: its
+/// prefix as written (`--config=` or none), the key (trimmed) and the value as written.
+fn secret_override(args: &[String], i: usize) -> Option<(&'static str, &str, &str)> {
+    let arg = args[i].as_str();
     let after_c = i > 0 && matches!(args[i - 1].as_str(), "-c" | "--config");
     let (prefix, body) = match arg.strip_prefix("--config=") {
         Some(b) => ("--config=", b),
         None if after_c => ("", arg),
-        None => return arg.to_string(),
+        None => return None,
     };
-    match body.split_once('=') {
-        Some((key, _)) if secret_key(key.trim()) => {
-            redacted.push(format!("args: -c {}", key.trim()));
-            format!("{prefix}{key}={REDACTED}")
+    let (key, value) = body.split_once('=')?;
+    secret_key(key.trim()).then(|| (prefix, key.trim(), value))
+}
+
+/// An argument, its value redacted when it is a `-c` override of a secret key.
+fn redact_arg(args: &[String], i: usize, arg: &str, redacted: &mut Vec<String>) -> String {
+    match secret_override(args, i) {
+        Some((prefix, key, _)) => {
+            redacted.push(format!("args: -c {key}"));
+            let written = arg[prefix.len()..].split_once('=').map_or(key, |(k, _)| k);
+            format!("{prefix}{written}={REDACTED}")
         }
-        _ => arg.to_string(),
+        None => arg.to_string(),
     }
 }
 
