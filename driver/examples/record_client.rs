@@ -34,17 +34,16 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::process::{self, Child, ChildStdin, Command, ExitCode};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
+use codex_parity_sidecar::handshake;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::{
-    self, Error as WsError, Message, WebSocket, client::IntoClientRequest,
-};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, WebSocket, protocol::Role};
 
 /// The longest any one wait may take.
 const WAIT: Duration = Duration::from_secs(30);
@@ -349,7 +348,7 @@ fn connect(url: &str) -> anyhow::Result<WebSocket<TcpStream>> {
 
 /// The host and port of the `ws://` URL `url`.
 fn address(url: &str) -> anyhow::Result<(String, u16)> {
-    let request = url.into_client_request()?;
+    let request = handshake::request(url)?;
     let uri = request.uri();
     if uri.scheme_str() != Some("ws") {
         bail!("only ws:// URLs are supported");
@@ -366,13 +365,35 @@ fn try_connect(
     address: (&str, u16),
     deadline: Instant,
 ) -> anyhow::Result<WebSocket<TcpStream>> {
-    let stream = TcpStream::connect(address).context("cannot open the TCP connection")?;
+    let mut stream = TcpStream::connect(address).context("cannot open the TCP connection")?;
     stream.set_nodelay(true)?;
     let left = deadline.saturating_duration_since(Instant::now());
     stream.set_read_timeout(Some(left.max(RETRY_PAUSE)))?;
-    let (socket, _response) = tungstenite::client::client(url.into_client_request()?, stream)
-        .map_err(|err| anyhow!("the WebSocket handshake failed: {err}"))?;
-    Ok(socket)
+    let failed = |err: handshake::HandshakeError| anyhow!("the WebSocket handshake failed: {err}");
+    let key = handshake::new_key();
+    let request = handshake::request(url).map_err(failed)?;
+    stream.write_all(&handshake::client_request(&request, &key).map_err(failed)?)?;
+    let mut answer = Vec::new();
+    let used = loop {
+        if let Some((_, used)) = handshake::client_response(&answer, &key).map_err(failed)? {
+            break used;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream
+            .read(&mut chunk)
+            .context("reading the handshake's answer")?;
+        if n == 0 {
+            bail!("the listener closed the connection during the WebSocket handshake");
+        }
+        answer.extend_from_slice(&chunk[..n]);
+    };
+    let frames = answer.split_off(used);
+    Ok(WebSocket::from_partially_read(
+        stream,
+        frames,
+        Role::Client,
+        None,
+    ))
 }
 
 /// The session with codex: its transport and what the session saw.

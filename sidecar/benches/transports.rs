@@ -51,7 +51,8 @@ async fn websocket_frames(
         .await
         .expect("connect");
     stream.set_nodelay(true).expect("nodelay");
-    let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), stream)
+    let request = codex_parity_sidecar::handshake::request(&url).expect("a ws:// URL");
+    let (mut ws, _) = codex_parity_sidecar::handshake::connect(stream, request)
         .await
         .expect("the WebSocket handshake");
     let started = Instant::now();

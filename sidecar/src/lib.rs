@@ -46,8 +46,9 @@
 //! [`captured`] view for assertions); and [`control`], steering it from another process (the
 //! JSONL [`protocol`], its typed async [`Client`], a sidecar run as a child process in
 //! [`spawn`], and the binary's main loop in [`cli`]). The modules are re-exported at the root
-//! under their own names. Beside them, [`mcp`] is a scripted stdio MCP server for codex to
-//! launch (`codex-parity-sidecar mcp --script FILE`).
+//! under their own names. Beside them, [`handshake`] is the WebSocket opening handshake that
+//! the mock's clients and the driver's relays use, and [`mcp`] is a scripted stdio MCP server
+//! for codex to launch (`codex-parity-sidecar mcp --script FILE`).
 //!
 //! ```
 //! use codex_parity_sidecar::{bodies, sse, Scripted};
@@ -58,13 +59,14 @@
 //! ```
 
 pub mod control;
+pub mod handshake;
 pub mod mcp;
 pub mod mock;
 pub mod wire;
 
 pub use control::{cli, client, protocol, spawn};
 pub use mock::{captured, connection, decode, pairing, script, server, timing};
-pub use wire::{bodies, compaction, events, rate_limits, sse, ws_frames};
+pub use wire::{base64, bodies, compaction, events, rate_limits, sse, ws_frames};
 
 pub use control::client::{Client, ClientError, Ready, ShutdownReply};
 pub use control::spawn::{Ended, Exit, SidecarProcess, Stderr};

@@ -6,9 +6,9 @@ mod v2;
 
 use std::time::Duration;
 
+use codex_parity_sidecar::handshake::HandshakeError;
 use codex_parity_sidecar::{ConnectionScript, Scripted, bodies, rate_limits};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite;
 use v2::{Sidecar, create, stream_post, warmup, ws_connect, ws_read_response, ws_send};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -200,17 +200,16 @@ async fn connection_scripts_refuse_hang_add_headers_and_serve_their_own_response
     let url = sidecar.ws_url();
 
     match ws_connect(&url, &[]).await {
-        Err(tungstenite::Error::Http(response)) => {
+        Err(HandshakeError::Refused(response)) => {
             assert_eq!(response.status(), 426);
             assert_eq!(response.headers()["x-why"], "upgrade-required");
         }
         other => panic!("expected a 426, got {:?}", other.map(|_| ())),
     }
     match ws_connect(&url, &[]).await {
-        Err(tungstenite::Error::Http(response)) => {
+        Err(HandshakeError::Refused(response)) => {
             assert_eq!(response.status(), 500);
-            let body = response.body().clone().unwrap_or_default();
-            assert!(String::from_utf8_lossy(&body).contains("boom"));
+            assert!(String::from_utf8_lossy(response.body()).contains("boom"));
         }
         other => panic!("expected a 500, got {:?}", other.map(|_| ())),
     }

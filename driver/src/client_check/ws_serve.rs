@@ -100,7 +100,7 @@ async fn connection(
     deadline: Instant,
     exited: UnboundedSender<i32>,
 ) {
-    let Ok(socket) = tokio_tungstenite::accept_async(tcp).await else {
+    let Ok((socket, _)) = codex_parity_sidecar::handshake::accept(tcp).await else {
         return;
     };
     let Ok((served, path)) = served::start(&dir, Via::WebSocket, script.connections.len(), &args)

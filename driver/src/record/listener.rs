@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use codex_parity_sidecar::handshake;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -185,14 +186,17 @@ async fn connection(
     start: LogEntry,
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) {
-    let Ok(client) = tokio_tungstenite::accept_async(client).await else {
+    let Ok((client, _)) = handshake::accept(client).await else {
         return;
     };
     let address = internal.trim_start_matches("ws://").to_string();
     let Ok(stream) = TcpStream::connect(&address).await else {
         return;
     };
-    let Ok((codex, _)) = tokio_tungstenite::client_async(internal.as_str(), stream).await else {
+    let Ok(request) = handshake::request(&internal) else {
+        return;
+    };
+    let Ok((codex, _)) = handshake::connect(stream, request).await else {
         return;
     };
     let mut write = |entry: &LogEntry| {

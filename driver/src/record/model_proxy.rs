@@ -128,13 +128,13 @@ mod tests {
     use std::time::Instant;
 
     use bytes::Bytes;
+    use codex_parity_sidecar::handshake::{self, HandshakeError};
     use codex_parity_sidecar::{ConnectionScript, Scripted, Server, bodies, sse};
     use futures_util::{SinkExt, StreamExt};
     use http::{Request, StatusCode};
     use http_body_util::{BodyExt, Full};
     use serde_json::{Value, json};
     use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
     use super::*;
     use crate::record::exchange::{End, Transport};
@@ -448,12 +448,12 @@ mod tests {
     ) -> Result<
         (
             tokio_tungstenite::WebSocketStream<TcpStream>,
-            tokio_tungstenite::tungstenite::handshake::client::Response,
+            http::Response<()>,
         ),
-        tokio_tungstenite::tungstenite::Error,
+        HandshakeError,
     > {
         let url = format!("{}/responses", proxy.base_url().replace("http://", "ws://"));
-        let mut request = url.into_client_request().unwrap();
+        let mut request = handshake::request(&url).unwrap();
         let headers = request.headers_mut();
         headers.insert("authorization", SECRET.parse().unwrap());
         headers.insert(
@@ -461,7 +461,7 @@ mod tests {
             "responses_websockets=2026-02-06".parse().unwrap(),
         );
         let stream = TcpStream::connect(proxy.address).await.unwrap();
-        tokio_tungstenite::client_async(request, stream).await
+        handshake::connect(stream, request).await
     }
 
     #[tokio::test]
@@ -565,7 +565,7 @@ mod tests {
         server.websocket(None, vec![ConnectionScript::refuse(426)]);
         let proxy = proxy_to(&server).await;
         let error = websocket(&proxy).await.err().unwrap();
-        let tokio_tungstenite::tungstenite::Error::Http(response) = error else {
+        let HandshakeError::Refused(response) = error else {
             panic!("{error}");
         };
         assert_eq!(response.status(), StatusCode::UPGRADE_REQUIRED);
@@ -593,7 +593,7 @@ mod tests {
             .await
             .unwrap();
         let error = websocket(&proxy).await.err().unwrap();
-        let tokio_tungstenite::tungstenite::Error::Http(response) = error else {
+        let HandshakeError::Refused(response) = error else {
             panic!("{error}");
         };
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);

@@ -2,8 +2,9 @@
 //! or another mock on `http://127.0.0.1:PORT/v1`) parsed into [`Upstream`], and the three
 //! things the proxy asks of it: a TCP stream (TLS for `https`, with the Mozilla roots of
 //! `webpki-roots` and rustls on ring), one HTTP/1.1 request on it (hyper's low-level client,
-//! a connection per request), and a WebSocket client connection on it (tokio-tungstenite over
-//! that same stream, so tungstenite needs no TLS of its own). Every error names the URL.
+//! a connection per request), and a WebSocket client connection on it (the sidecar's
+//! [`handshake`] over that same stream, then tungstenite's frames, so neither needs TLS of its
+//! own). Every error names the URL.
 
 use std::io;
 use std::pin::Pin;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
+use codex_parity_sidecar::handshake::{self, HandshakeError};
 use http::{HeaderMap, Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -22,8 +24,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::handshake::client::Response as HandshakeResponse;
 
 /// How long connecting to the upstream (TCP and TLS) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -260,12 +260,10 @@ impl Upstream {
         &self,
         rest: &str,
         headers: &HeaderMap,
-    ) -> Result<(WebSocketStream<UpstreamStream>, HandshakeResponse), WebSocketError> {
+    ) -> Result<(WebSocketStream<UpstreamStream>, http::Response<()>), WebSocketError> {
         let scheme = if self.tls { "wss" } else { "ws" };
         let url = format!("{scheme}://{}{}", self.authority(), self.target(rest));
-        let mut request = url
-            .as_str()
-            .into_client_request()
+        let mut request = handshake::request(&url)
             .with_context(|| format!("building the WebSocket request for {url}"))
             .map_err(WebSocketError::Other)?;
         for (name, value) in headers {
@@ -283,11 +281,9 @@ impl Upstream {
             }
         }
         let stream = self.connect().await.map_err(WebSocketError::Other)?;
-        match tokio_tungstenite::client_async(request, stream).await {
+        match handshake::connect(stream, request).await {
             Ok(pair) => Ok(pair),
-            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
-                Err(WebSocketError::Refused(response))
-            }
+            Err(HandshakeError::Refused(response)) => Err(WebSocketError::Refused(response)),
             Err(e) => Err(WebSocketError::Other(anyhow::Error::new(e).context(
                 format!(
                     "the WebSocket handshake with the upstream {} failed ({url})",
@@ -302,7 +298,7 @@ impl Upstream {
 #[derive(Debug)]
 pub enum WebSocketError {
     /// The upstream answered the upgrade with an HTTP response instead of a 101.
-    Refused(Box<HandshakeResponse>),
+    Refused(Box<http::Response<Vec<u8>>>),
     /// It could not be reached, or the handshake broke.
     Other(anyhow::Error),
 }

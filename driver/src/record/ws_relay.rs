@@ -24,7 +24,6 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use super::exchange::{End, Exchange, Micros, Transport, is_final_event, now_us};
@@ -87,7 +86,7 @@ pub async fn upgrade(
         Ok(pair) => pair,
         Err(WebSocketError::Refused(refusal)) => {
             let status = refusal.status();
-            let body = refusal.body().clone().unwrap_or_default();
+            let body = refusal.body().clone();
             let text = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
             let message = format!(
                 "the upstream {} refused the WebSocket upgrade with {status}",
@@ -153,7 +152,9 @@ fn switching_protocols(key: &HeaderValue, upstream: &http::HeaderMap) -> Respons
     }
     headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
     headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
-    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+    if let Ok(accept) =
+        HeaderValue::from_str(&codex_parity_sidecar::handshake::accept_key(key.as_bytes()))
+    {
         headers.insert(SEC_WEBSOCKET_ACCEPT, accept);
     }
     *response.headers_mut() = headers;

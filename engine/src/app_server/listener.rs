@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use codex_parity_sidecar::control::parent_death::die_with_parent;
+use codex_parity_sidecar::handshake::{self, HandshakeError};
 use tokio::sync::{oneshot, watch};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::app_server::child::{ChildExit, StderrTail, wait_or_kill};
 use crate::app_server::{AppServer, AppServerCommand};
@@ -235,27 +235,22 @@ impl Listener {
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let mut request = url
-            .into_client_request()
-            .with_context(|| format!("a WebSocket request for {url}"))?;
+        let mut request =
+            handshake::request(url).with_context(|| format!("a WebSocket request for {url}"))?;
         for (name, value) in headers {
             let name = http::HeaderName::from_bytes(name.as_bytes()).context("a header name")?;
             let value = http::HeaderValue::from_str(value).context("a header value")?;
             request.headers_mut().insert(name, value);
         }
-        match tokio_tungstenite::client_async(request, stream).await {
+        match handshake::connect(stream, request).await {
             Ok((socket, _)) => Ok(AppServer::over_websocket(
                 socket,
                 label,
                 self.stderr.clone(),
             )),
-            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            Err(HandshakeError::Refused(response)) => {
                 let status = response.status().as_u16();
-                let body = response
-                    .body()
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default();
+                let body = String::from_utf8_lossy(response.body()).into_owned();
                 Err(ConnectError::Refused { status, body })
             }
             Err(e) => Err(ConnectError::Failed(anyhow::anyhow!(
@@ -422,7 +417,7 @@ mod tests {
         let socket = tokio::net::UnixListener::bind(&path).unwrap();
         tokio::spawn(async move {
             let (stream, _) = socket.accept().await.unwrap();
-            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+            let (mut ws, _) = handshake::accept(stream).await.unwrap();
             while let Some(Ok(Frame::Text(text))) = ws.next().await {
                 let call: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
                 if let Some(id) = call.get("id") {
@@ -479,29 +474,26 @@ mod tests {
     /// with 401 (typed, with its body), one with it is served; the address comes from the
     /// banner on stderr.
     #[tokio::test]
-    // tungstenite's handshake callback returns its own large error type.
-    #[allow(clippy::result_large_err)]
     async fn a_ws_listener_is_found_by_its_banner_and_a_refusal_is_typed() {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message as Frame;
-        use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
         let dir = tempfile::tempdir().unwrap();
         let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = socket.local_addr().unwrap().to_string();
         tokio::spawn(async move {
             loop {
                 let (stream, _) = socket.accept().await.unwrap();
-                let check = |request: &Request, response: Response| {
+                let check = |request: &http::Request<()>| {
                     let auth = request.headers().get("authorization");
                     if auth.is_some_and(|a| a == "Bearer right") {
-                        Ok(response)
+                        Ok(())
                     } else {
-                        let mut refused = ErrorResponse::new(Some("no token".into()));
+                        let mut refused = http::Response::new(b"no token".to_vec());
                         *refused.status_mut() = http::StatusCode::UNAUTHORIZED;
-                        Err(refused)
+                        Err(Box::new(refused))
                     }
                 };
-                let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, check).await else {
+                let Ok((mut ws, _)) = handshake::accept_with(stream, check).await else {
                     continue;
                 };
                 tokio::spawn(async move {

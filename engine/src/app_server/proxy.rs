@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use codex_parity_sidecar::control::parent_death::die_with_parent;
+use codex_parity_sidecar::handshake;
 use serde_json::Value;
 use tokio::process::Child;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::app_server::child::StderrTail;
 use crate::app_server::listener::CONNECT_TIMEOUT;
@@ -60,12 +60,10 @@ impl Proxy {
             child,
             stderr: tail.clone(),
         };
-        let request = "ws://localhost/"
-            .into_client_request()
-            .context("a WebSocket request")?;
+        let request = handshake::request("ws://localhost/").context("a WebSocket request")?;
         let stream = tokio::io::join(stdout, stdin);
-        let handshake = tokio_tungstenite::client_async(request, stream);
-        let (socket, _) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+        let opening = handshake::connect(stream, request);
+        let (socket, _) = tokio::time::timeout(CONNECT_TIMEOUT, opening)
             .await
             .map_err(|_| anyhow::anyhow!("no handshake within {CONNECT_TIMEOUT:?}"))
             .and_then(|r| r.map_err(anyhow::Error::from))
@@ -173,7 +171,7 @@ while True:
         let server = tokio::net::UnixListener::bind(&socket).unwrap();
         tokio::spawn(async move {
             let (stream, _) = server.accept().await.unwrap();
-            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+            let (mut ws, _) = handshake::accept(stream).await.unwrap();
             while let Some(Ok(Frame::Text(text))) = ws.next().await {
                 let call: Value = serde_json::from_str(text.as_str()).unwrap();
                 if let Some(id) = call.get("id") {

@@ -20,7 +20,6 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::mock::body::ReplyBody;
@@ -147,7 +146,7 @@ fn accepted(
             Some("text/plain"),
         );
     };
-    let accept = derive_accept_key(key.as_bytes());
+    let accept = crate::handshake::accept_key(key.as_bytes());
     let on_upgrade = hyper::upgrade::on(request);
     let responses: VecDeque<Arc<Prepared>> = script
         .responses

@@ -10,11 +10,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use codex_parity_sidecar::handshake::{self, HandshakeError};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 /// The sidecar to run and its arguments: this crate's binary in its own tests, `codex-parity
 /// sidecar` in the driver's (`driver/tests/sidecar_on_codex.rs` includes this file).
@@ -274,8 +274,8 @@ pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 pub(crate) async fn ws_connect(
     url: &str,
     headers: &[(&str, &str)],
-) -> Result<(Ws, Vec<(String, String)>), tokio_tungstenite::tungstenite::Error> {
-    let mut request = url.into_client_request()?;
+) -> Result<(Ws, Vec<(String, String)>), HandshakeError> {
+    let mut request = handshake::request(url)?;
     for (name, value) in headers {
         request.headers_mut().insert(
             http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
@@ -285,7 +285,7 @@ pub(crate) async fn ws_connect(
     let host = request.uri().authority().unwrap().to_string();
     let stream = tokio::net::TcpStream::connect(&host).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let (ws, response) = tokio_tungstenite::client_async(request, stream).await?;
+    let (ws, response) = handshake::connect(stream, request).await?;
     let headers = response
         .headers()
         .iter()

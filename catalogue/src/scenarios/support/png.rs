@@ -38,49 +38,13 @@ fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&crc.sum().to_be_bytes());
 }
 
-/// Standard base64 with padding (RFC 4648 §4).
-pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let b = [
-            group[0],
-            *group.get(1).unwrap_or(&0),
-            *group.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from_be_bytes([0, b[0], b[1], b[2]]);
-        for i in 0..4 {
-            if i <= group.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+/// Standard base64 with padding (RFC 4648 §4), the sidecar's.
+pub use codex_parity_sidecar::base64::encode as base64;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Read;
-
-    #[test]
-    fn base64_matches_the_rfc_vectors() {
-        let cases = [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ];
-        for (plain, encoded) in cases {
-            assert_eq!(base64(plain.as_bytes()), encoded, "{plain}");
-        }
-        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
-    }
 
     /// Walks the chunks, checking every CRC, and returns (type, data) pairs.
     fn chunks(png: &[u8]) -> Vec<(String, Vec<u8>)> {
