@@ -25,6 +25,7 @@ use crate::codex::versions;
 
 mod cache;
 mod npm;
+mod npm_cache;
 mod progress;
 mod prune;
 mod releases;
@@ -249,15 +250,8 @@ async fn fetch(
                 tmp_parent.display()
             )
         })?;
-    let packed = npm_pack(npm, spec, &tmp.path().join("pack"), progress).await?;
     let unpack_dir = tmp.path().join("unpacked");
-    let unpacked = unpack(&packed.tarball, &unpack_dir, progress).await.with_context(|| {
-        format!(
-            "corrupt package {spec} ({}): run the install again; if it keeps failing, the release is broken: pass \
-             another Codex with --codex-bin PATH",
-            packed.tarball.display()
-        )
-    })?;
+    let (unpacked, packed) = obtain(npm, spec, tmp.path(), &unpack_dir, progress).await?;
     let found = find_binary(&unpack_dir, Some(platform.triple))
         .with_context(|| format!("corrupt package {spec}"))?;
     set_executable(&found)?;
@@ -298,6 +292,54 @@ async fn fetch(
         }),
     };
     publish(cache, version, &found, &resources, &record, tmp.path())
+}
+
+/// The package `spec` unpacked into `unpack_dir`: from npm's cache when it holds a copy with
+/// the right SHA-512 ([`npm_cache`]), else downloaded with `npm pack` into `tmp`; with the
+/// tarball's checksums as npm gave them.
+async fn obtain(
+    npm: &Path,
+    spec: &str,
+    tmp: &Path,
+    unpack_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<(Unpacked, Packed)> {
+    if let Some(cached) = npm_cache::locate(npm, spec).await {
+        progress.message(&format!("unpacking {spec} from npm's cache"));
+        // The hash is taken beside the unpack (another core), and checked before anything of
+        // the package is used.
+        let (unpacked, matches) = tokio::join!(
+            unpack(&cached.tarball, unpack_dir, progress),
+            npm_cache::has_sha512(&cached.tarball, &cached.sha512),
+        );
+        match matches.and(unpacked) {
+            Ok(unpacked) => {
+                let packed = Packed {
+                    tarball: cached.tarball,
+                    shasum: cached.shasum,
+                    integrity: Some(cached.integrity),
+                };
+                return Ok((unpacked, packed));
+            }
+            Err(e) => {
+                progress.message(&format!(
+                    "npm's cached copy of {spec} is not usable ({e:#}); downloading it again"
+                ));
+                let _ = std::fs::remove_dir_all(unpack_dir);
+            }
+        }
+    }
+    let packed = npm_pack(npm, spec, &tmp.join("pack"), progress).await?;
+    let unpacked = unpack(&packed.tarball, unpack_dir, progress)
+        .await
+        .with_context(|| {
+            format!(
+                "corrupt package {spec} ({}): run the install again; if it keeps failing, the release is broken: \
+                 pass another Codex with --codex-bin PATH",
+                packed.tarball.display()
+            )
+        })?;
+    Ok((unpacked, packed))
 }
 
 /// Holds the per-version install lock until dropped.
@@ -603,7 +645,8 @@ mod tests {
         tar.into_inner().unwrap().finish().unwrap();
     }
 
-    /// A fake `npm` that "downloads" `tgz`, or prints `stderr` and fails when `tgz` is `None`.
+    /// A fake `npm` that "downloads" `tgz`, or prints `stderr` and fails when `tgz` is `None`;
+    /// it knows no cached copy (`npm view` and `npm config` fail).
     fn fake_npm(dir: &Path, tgz: Option<&Path>, stderr: &str) -> PathBuf {
         let body = match tgz {
             Some(tgz) => format!(
@@ -678,6 +721,94 @@ mod tests {
         assert_eq!(again, bin);
     }
 
+    /// A fake `npm` whose cache (`cache/` beside it) holds `cached` under the integrity of
+    /// `tgz`, and whose `npm pack` "downloads" `tgz`; every call is logged in `npm-calls`.
+    fn npm_with_cache(dir: &Path, tgz: &Path, cached: &[u8]) -> PathBuf {
+        let bytes = std::fs::read(tgz).unwrap();
+        let digest = ring::digest::digest(&ring::digest::SHA512, &bytes);
+        let integrity = format!(
+            "sha512-{}",
+            codex_parity_sidecar::base64::encode(digest.as_ref())
+        );
+        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let content = dir
+            .join("cache/_cacache/content-v2/sha512")
+            .join(&hex[..2])
+            .join(&hex[2..4])
+            .join(&hex[4..]);
+        std::fs::create_dir_all(content.parent().unwrap()).unwrap();
+        std::fs::write(&content, cached).unwrap();
+        let path = dir.join("npm-with-cache");
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{calls}'\ncase \"$1\" in\n\
+             view) echo '{{\"integrity\":\"{integrity}\",\"shasum\":\"s1\"}}';;\n\
+             config) echo '{cache}';;\n\
+             pack) cp '{tgz}' \"$4/openai-codex-fake.tgz\"; echo '[{{\"filename\":\"openai-codex-fake.tgz\"}}]';;\n\
+             *) exit 9;;\nesac\n",
+            calls = dir.join("npm-calls").display(),
+            cache = dir.join("cache").display(),
+            tgz = tgz.display(),
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// A copy in npm's cache with the integrity's SHA-512 is unpacked in place: no `npm pack`.
+    #[tokio::test]
+    async fn a_copy_in_npms_cache_is_used_without_npm_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("pkg.tgz");
+        fake_package(&tgz, "0.161.0", "bin/codex");
+        let npm = npm_with_cache(dir.path(), &tgz, &std::fs::read(&tgz).unwrap());
+        let cache = Cache::new(dir.path().join("cache-of-codex"));
+        let rec = Recorder::default();
+        let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
+            .await
+            .unwrap();
+        assert_eq!(bin.version, "0.161.0");
+        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        assert!(!calls.contains("pack"), "{calls}");
+        assert!(
+            calls.contains("view @openai/codex@0.161.0-linux-x64 dist --json"),
+            "{calls}"
+        );
+        let record = read_record(&cache, "0.161.0").unwrap();
+        assert!(record.tarball_integrity.unwrap().starts_with("sha512-"));
+        assert_eq!(record.tarball_shasum.as_deref(), Some("s1"));
+        let said = rec.0.lock().unwrap().clone();
+        assert!(
+            said.iter().any(|m| m.contains("from npm's cache")),
+            "{said:?}"
+        );
+    }
+
+    /// A copy in npm's cache that does not hash to its integrity is not used: `npm pack`
+    /// downloads the package again, and the install says why.
+    #[tokio::test]
+    async fn a_cached_copy_that_does_not_match_is_downloaded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let tgz = dir.path().join("pkg.tgz");
+        fake_package(&tgz, "0.161.0", "bin/codex");
+        let other = dir.path().join("other.tgz");
+        fake_package(&other, "0.162.0", "bin/codex");
+        let npm = npm_with_cache(dir.path(), &tgz, &std::fs::read(&other).unwrap());
+        let cache = Cache::new(dir.path().join("cache-of-codex"));
+        let rec = Recorder::default();
+        let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
+            .await
+            .unwrap();
+        assert_eq!(bin.version, "0.161.0");
+        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        assert!(calls.lines().any(|l| l.starts_with("pack ")), "{calls}");
+        let said = rec.0.lock().unwrap().clone();
+        assert!(
+            said.iter()
+                .any(|m| m.contains("not usable") && m.contains("does not have the SHA-512")),
+            "{said:?}"
+        );
+    }
+
     #[tokio::test]
     async fn concurrent_installs_share_one_download() {
         let dir = tempfile::tempdir().unwrap();
@@ -714,7 +845,7 @@ mod tests {
         let calls = dir.path().join("npm-calls");
         let npm = dir.path().join("npm-stale-cache");
         let script = format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in *--prefer-offline*) \
+            "#!/bin/sh\n[ \"$1\" = pack ] || exit 9\necho \"$*\" >> '{}'\ncase \"$*\" in *--prefer-offline*) \
              echo 'npm error code ETARGET' >&2; echo 'npm error notarget No matching version found' >&2; exit 1;; esac\n\
              cp '{}' \"$4/openai-codex-fake.tgz\"\necho '[{{\"filename\":\"openai-codex-fake.tgz\"}}]'\n",
             calls.display(),
