@@ -375,7 +375,7 @@ fn try_connect(
     stream.write_all(&handshake::client_request(&request, &key).map_err(failed)?)?;
     let mut answer = Vec::new();
     let used = loop {
-        if let Some((_, used)) = handshake::client_response(&answer, &key).map_err(failed)? {
+        if let Some((_, used)) = handshake::client_response(&answer, &key, None).map_err(failed)? {
             break used;
         }
         let mut chunk = [0u8; 4096];

@@ -16,7 +16,7 @@
 //!      Sec-WebSocket-Accept: {}\r\n\r\nframes",
 //!     accept_key(key.as_bytes())
 //! );
-//! let (response, used) = client_response(answer.as_bytes(), key).unwrap().unwrap();
+//! let (response, used) = client_response(answer.as_bytes(), key, None).unwrap().unwrap();
 //! assert_eq!((response.status().as_u16(), &answer.as_bytes()[used..]), (101, &b"frames"[..]));
 //! ```
 
@@ -26,7 +26,10 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http::header::{CONNECTION, HOST, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION, UPGRADE};
+use http::header::{
+    CONNECTION, HOST, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_KEY,
+    SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION, UPGRADE,
+};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
@@ -42,6 +45,8 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 1 << 20;
 /// The most header lines a head may have.
 const MAX_HEADERS: usize = 100;
+/// How long either side's handshake may take, refusal bodies included.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why a handshake gave no WebSocket.
 #[derive(Debug)]
@@ -111,13 +116,18 @@ pub fn new_key() -> String {
     base64::encode(&bytes)
 }
 
-/// A handshake request for `url` (`ws://` or `wss://`), to add headers to before
-/// [`connect`].
+/// A handshake request for `url` (`ws://` or `wss://`, without `user:password@`), to add
+/// headers to before [`connect`].
 pub fn request(url: &str) -> Result<Request<()>, HandshakeError> {
-    let invalid = |why: String| HandshakeError::Invalid(format!("{url}: {why}"));
+    let invalid = |why: String| HandshakeError::Invalid(format!("{}: {why}", shown(url)));
     let uri: http::Uri = url.parse().map_err(|e| invalid(format!("{e}")))?;
     if !matches!(uri.scheme_str(), Some("ws" | "wss")) || uri.authority().is_none() {
         return Err(invalid("not a ws:// or wss:// URL with a host".into()));
+    }
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err(invalid(
+            "credentials in a WebSocket URL are not sent: give them as a header".into(),
+        ));
     }
     Request::get(uri)
         .body(())
@@ -131,9 +141,10 @@ pub fn client_request(request: &Request<()>, key: &str) -> Result<Vec<u8>, Hands
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let mut out = format!("GET {path} HTTP/1.1\r\n").into_bytes();
     if !request.headers().contains_key(HOST) {
-        let host = uri
-            .authority()
-            .ok_or_else(|| HandshakeError::Invalid(format!("{uri}: no host")))?;
+        let authority = uri.authority().ok_or_else(|| {
+            HandshakeError::Invalid(format!("{}: no host", shown(&uri.to_string())))
+        })?;
+        let host = authority.as_str().rsplit('@').next().unwrap_or_default();
         out.extend_from_slice(format!("host: {host}\r\n").as_bytes());
     }
     out.extend_from_slice(
@@ -143,11 +154,13 @@ pub fn client_request(request: &Request<()>, key: &str) -> Result<Vec<u8>, Hands
         )
         .as_bytes(),
     );
+    // No extension is offered: tungstenite's codec here speaks none.
     let own = [
         CONNECTION,
         UPGRADE,
         SEC_WEBSOCKET_VERSION,
         SEC_WEBSOCKET_KEY,
+        SEC_WEBSOCKET_EXTENSIONS,
     ];
     for (name, value) in request.headers() {
         if !own.contains(name) {
@@ -161,10 +174,13 @@ pub fn client_request(request: &Request<()>, key: &str) -> Result<Vec<u8>, Hands
 /// Reads a server's answer to the handshake sent with `key` from the start of `bytes`:
 /// `None` while its head is incomplete, else the 101 response and how many bytes its head
 /// took (frames may follow). Any other status is [`HandshakeError::Refused`] with the body
-/// already in `bytes`.
+/// already in `bytes`; a 101 must upgrade to `websocket`, accept the key, and choose no
+/// extension (none is offered) and no subprotocol that `offered_protocols` (the request's
+/// `Sec-WebSocket-Protocol`, if any) does not name.
 pub fn client_response(
     bytes: &[u8],
     key: &str,
+    offered_protocols: Option<&HeaderValue>,
 ) -> Result<Option<(Response<()>, usize)>, HandshakeError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut headers);
@@ -184,19 +200,54 @@ pub fn client_response(
         let body = bytes[used..].to_vec();
         return Err(HandshakeError::Refused(Box::new(response.map(|()| body))));
     }
-    let accept = response.headers().get("sec-websocket-accept");
+    let headers = response.headers();
+    if !has_token(headers, UPGRADE, "websocket") || !has_token(headers, CONNECTION, "upgrade") {
+        return Err(HandshakeError::Invalid(
+            "the 101 has no `Upgrade: websocket` with `Connection: Upgrade`".into(),
+        ));
+    }
+    let accept = headers.get(SEC_WEBSOCKET_ACCEPT);
     if accept.is_none_or(|a| a.as_bytes() != accept_key(key.as_bytes()).as_bytes()) {
         return Err(HandshakeError::Invalid(format!(
             "the 101's Sec-WebSocket-Accept is {accept:?}, not the key's"
         )));
+    }
+    if let Some(extensions) = headers.get(SEC_WEBSOCKET_EXTENSIONS) {
+        return Err(HandshakeError::Invalid(format!(
+            "the 101 chose the extension {extensions:?}, which was not offered"
+        )));
+    }
+    if let Some(chosen) = headers.get(SEC_WEBSOCKET_PROTOCOL) {
+        let offered = offered_protocols
+            .and_then(|o| o.to_str().ok())
+            .is_some_and(|o| {
+                o.split(',')
+                    .any(|p| p.trim().as_bytes() == chosen.as_bytes())
+            });
+        if !offered {
+            return Err(HandshakeError::Invalid(format!(
+                "the 101 chose the subprotocol {chosen:?}, which was not offered"
+            )));
+        }
     }
     Ok(Some((response, used)))
 }
 
 /// Performs the client's side over `stream` with a fresh key: a WebSocket on a 101, the
 /// response with its body (as far as its `content-length` says, up to 1 MiB) on any other
-/// status. Not bounded in time: the caller bounds it.
+/// status; within [`HANDSHAKE_TIMEOUT`].
 pub async fn connect<S>(
+    stream: S,
+    request: Request<()>,
+) -> Result<(WebSocketStream<S>, Response<()>), HandshakeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    bounded(HANDSHAKE_TIMEOUT, connect_unbounded(stream, request)).await
+}
+
+/// [`connect`] without its time limit.
+async fn connect_unbounded<S>(
     mut stream: S,
     request: Request<()>,
 ) -> Result<(WebSocketStream<S>, Response<()>), HandshakeError>
@@ -204,11 +255,12 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let key = new_key();
+    let offered = request.headers().get(SEC_WEBSOCKET_PROTOCOL).cloned();
     stream.write_all(&client_request(&request, &key)?).await?;
     stream.flush().await?;
     let mut bytes = Vec::with_capacity(1024);
     loop {
-        match client_response(&bytes, &key) {
+        match client_response(&bytes, &key, offered.as_ref()) {
             Ok(Some((response, used))) => {
                 let rest = bytes.split_off(used);
                 let socket =
@@ -236,9 +288,33 @@ where
 
 /// Performs the server's side over `stream`; `check` sees a valid request first and may
 /// refuse it with a response of its own (sent, and returned as [`HandshakeError::Refused`]).
-/// An invalid request is answered 400 with the reason. Not bounded in time: the caller
-/// bounds it.
+/// An invalid request is answered 400 with the reason. Within [`HANDSHAKE_TIMEOUT`].
 pub async fn accept_with<S, F>(
+    stream: S,
+    check: F,
+) -> Result<(WebSocketStream<S>, Request<()>), HandshakeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: FnOnce(&Request<()>) -> Result<(), Box<Response<Vec<u8>>>>,
+{
+    bounded(HANDSHAKE_TIMEOUT, accept_unbounded(stream, check)).await
+}
+
+/// `work` within `limit`, else a timed-out I/O error.
+async fn bounded<T>(
+    limit: std::time::Duration,
+    work: impl std::future::Future<Output = Result<T, HandshakeError>>,
+) -> Result<T, HandshakeError> {
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+        Err(HandshakeError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no complete handshake within {limit:?}"),
+        )))
+    })
+}
+
+/// [`accept_with`] without its time limit.
+async fn accept_unbounded<S, F>(
     mut stream: S,
     check: F,
 ) -> Result<(WebSocketStream<S>, Request<()>), HandshakeError>
@@ -255,6 +331,7 @@ where
                 let mut answer = Response::new(e.to_string().into_bytes());
                 *answer.status_mut() = StatusCode::BAD_REQUEST;
                 stream.write_all(&response_bytes(&answer)).await?;
+                stream.flush().await?;
                 return Err(e);
             }
         }
@@ -290,6 +367,9 @@ fn server_request(bytes: &[u8]) -> Result<Option<(Request<()>, usize)>, Handshak
         Ok(httparse::Status::Partial) => return head_so_far(bytes).map(|()| None),
         Err(e) => return Err(HandshakeError::Invalid(format!("a bad HTTP request: {e}"))),
     };
+    if parsed.version != Some(1) {
+        return Err(HandshakeError::Invalid("not HTTP/1.1".into()));
+    }
     if parsed.method != Some("GET") {
         return Err(HandshakeError::Invalid(format!(
             "the method is {:?}, not GET",
@@ -303,13 +383,11 @@ fn server_request(bytes: &[u8]) -> Result<Option<(Request<()>, usize)>, Handshak
         let (name, value) = header_pair(header)?;
         request.headers_mut().append(name, value);
     }
-    let has_token = |name: HeaderName, token: &str| {
-        request.headers().get_all(name).iter().any(|v| {
-            v.to_str()
-                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
-        })
-    };
-    if !has_token(UPGRADE, "websocket") || !has_token(CONNECTION, "upgrade") {
+    let headers = request.headers();
+    if !headers.contains_key(HOST) {
+        return Err(HandshakeError::Invalid("no Host".into()));
+    }
+    if !has_token(headers, UPGRADE, "websocket") || !has_token(headers, CONNECTION, "upgrade") {
         return Err(HandshakeError::Invalid(
             "no `Upgrade: websocket` with `Connection: Upgrade`".into(),
         ));
@@ -328,6 +406,26 @@ fn server_request(bytes: &[u8]) -> Result<Option<(Request<()>, usize)>, Handshak
         return Err(HandshakeError::Invalid("no Sec-WebSocket-Key".into()));
     }
     Ok(Some((request, used)))
+}
+
+/// Whether a `name` header of `headers` lists `token` (case aside).
+fn has_token(headers: &http::HeaderMap, name: HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    })
+}
+
+/// `url` for messages: any `user:password@` in it replaced by `…@`.
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
 }
 
 /// An incomplete head may still grow, up to [`MAX_HEAD`].
@@ -448,29 +546,61 @@ mod tests {
         assert_eq!(text.matches("sec-websocket-key").count(), 1, "{text}");
         assert!(text.contains("sec-websocket-key: k\r\n") && text.ends_with("\r\n\r\n"));
         assert!(super::request("http://x/").is_err());
+        let Err(HandshakeError::Invalid(why)) = super::request("ws://me:s3cret@h/x") else {
+            panic!("credentials taken");
+        };
+        assert!(
+            why.contains("ws://…@h/x") && !why.contains("s3cret"),
+            "{why}"
+        );
+        let mut manual = Request::get("ws://me:s3cret@h:1/x").body(()).unwrap();
+        let text = String::from_utf8(client_request(&manual, "k").unwrap()).unwrap();
+        assert!(
+            text.contains("host: h:1\r\n") && !text.contains("s3cret"),
+            "{text}"
+        );
+        manual.headers_mut().insert(
+            "sec-websocket-extensions",
+            HeaderValue::from_static("permessage-deflate"),
+        );
+        let text = String::from_utf8(client_request(&manual, "k").unwrap()).unwrap();
+        assert!(!text.contains("permessage-deflate"), "{text}");
     }
 
     #[test]
     fn an_answer_is_partial_refused_or_checked() {
         let key = "a2V5";
         let ok = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nsec-websocket-accept: {}\r\n\r\n",
+            "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\
+             sec-websocket-accept: {}\r\n\r\n",
             accept_key(key.as_bytes())
         );
         assert!(
-            client_response(&ok.as_bytes()[..20], key)
+            client_response(&ok.as_bytes()[..20], key, None)
                 .unwrap()
                 .is_none()
         );
-        let (_, used) = client_response(ok.as_bytes(), key).unwrap().unwrap();
+        let (_, used) = client_response(ok.as_bytes(), key, None).unwrap().unwrap();
         assert_eq!(used, ok.len());
         let wrong = "HTTP/1.1 101 Switching Protocols\r\nsec-websocket-accept: x\r\n\r\n";
         assert!(matches!(
-            client_response(wrong.as_bytes(), key),
+            client_response(wrong.as_bytes(), key, None),
             Err(HandshakeError::Invalid(_))
         ));
+        let with = |extra: &str| ok.replace("\r\n\r\n", &format!("\r\n{extra}\r\n\r\n"));
+        let deflate = with("sec-websocket-extensions: permessage-deflate");
+        assert!(matches!(
+            client_response(deflate.as_bytes(), key, None),
+            Err(HandshakeError::Invalid(why)) if why.contains("extension")
+        ));
+        let chat = with("sec-websocket-protocol: chat");
+        assert!(client_response(chat.as_bytes(), key, None).is_err());
+        let offered = HeaderValue::from_static("superchat, chat");
+        assert!(client_response(chat.as_bytes(), key, Some(&offered)).is_ok());
+        let no_upgrade = ok.replace("upgrade: websocket\r\n", "");
+        assert!(client_response(no_upgrade.as_bytes(), key, None).is_err());
         let refused = b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 5\r\n\r\nno to";
-        let Err(HandshakeError::Refused(response)) = client_response(refused, key) else {
+        let Err(HandshakeError::Refused(response)) = client_response(refused, key, None) else {
             panic!("not refused");
         };
         assert_eq!(
@@ -530,6 +660,62 @@ mod tests {
         );
         server.send(Message::text("pong")).await.unwrap();
         assert_eq!(client.next().await.unwrap().unwrap(), Message::text("pong"));
+    }
+
+    /// HTTP/1.0, a missing Host or a wrong version are refused like a request without the
+    /// upgrade: 400, naming why.
+    #[tokio::test]
+    async fn requests_short_of_rfc_6455_are_answered_400() {
+        let upgrade = "upgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: a2V5\r\n";
+        for (head, why) in [
+            (
+                format!("GET / HTTP/1.0\r\nhost: h\r\n{upgrade}sec-websocket-version: 13\r\n\r\n"),
+                "not HTTP/1.1",
+            ),
+            (
+                format!("GET / HTTP/1.1\r\n{upgrade}sec-websocket-version: 13\r\n\r\n"),
+                "no Host",
+            ),
+            (
+                format!("GET / HTTP/1.1\r\nhost: h\r\n{upgrade}sec-websocket-version: 8\r\n\r\n"),
+                "not 13",
+            ),
+        ] {
+            let (mut client, server) = tokio::io::duplex(4096);
+            let served = tokio::spawn(accept(server));
+            client.write_all(head.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            client.read_to_string(&mut answer).await.unwrap();
+            assert!(
+                answer.starts_with("HTTP/1.1 400 Bad Request\r\n") && answer.ends_with(why),
+                "{answer}"
+            );
+            assert!(matches!(
+                served.await.unwrap(),
+                Err(HandshakeError::Invalid(_))
+            ));
+        }
+    }
+
+    /// A server that never answers costs the handshake's limit (here 50 ms), not forever;
+    /// a client that never asks, the same.
+    #[tokio::test]
+    async fn a_silent_peer_times_out() {
+        let limit = std::time::Duration::from_millis(50);
+        let (client, _server) = tokio::io::duplex(4096);
+        let waited = bounded(
+            limit,
+            connect_unbounded(client, request("ws://h/").unwrap()),
+        );
+        let Err(HandshakeError::Io(e)) = waited.await else {
+            panic!("answered");
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        let (_client, server) = tokio::io::duplex(4096);
+        let waited = bounded(limit, accept_unbounded(server, |_| Ok(())));
+        assert!(
+            matches!(waited.await, Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut)
+        );
     }
 
     /// A request that is no upgrade gets a 400 naming why.

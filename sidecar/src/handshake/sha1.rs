@@ -66,7 +66,7 @@ mod tests {
     }
 
     /// The examples of FIPS 180-4's test vectors (one block, two blocks, empty, a million
-    /// `a`s), and lengths around the padding's boundary against each other.
+    /// `a`s), a well-known sentence, and lengths around the padding's boundary.
     #[test]
     fn digests_match_the_published_vectors() {
         assert_eq!(
@@ -91,5 +91,14 @@ mod tests {
             hex(&digest(b"The quick brown fox jumps over the lazy dog")),
             "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"
         );
+        // Around the padding's boundary: 55 bytes fit one block with the length, 56 do not.
+        for (n, want) in [
+            (55, "c1c8bbdc22796e28c0e15163d20899b65621d65a"),
+            (56, "c2db330f6083854c99d4b5bfb6e8f29f201be699"),
+            (63, "03f09f5b158a7a8cdad920bddc29b81c18a551f5"),
+            (64, "0098ba824b5c16427bd7a1122a5a442a25ec644d"),
+        ] {
+            assert_eq!(hex(&digest(&vec![b'a'; n])), want, "{n} bytes");
+        }
     }
 }

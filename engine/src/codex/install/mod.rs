@@ -250,8 +250,7 @@ async fn fetch(
                 tmp_parent.display()
             )
         })?;
-    let unpack_dir = tmp.path().join("unpacked");
-    let (unpacked, packed) = obtain(npm, spec, tmp.path(), &unpack_dir, progress).await?;
+    let (unpacked, packed, unpack_dir) = obtain(npm, spec, tmp.path(), progress).await?;
     let found = find_binary(&unpack_dir, Some(platform.triple))
         .with_context(|| format!("corrupt package {spec}"))?;
     set_executable(&found)?;
@@ -294,43 +293,36 @@ async fn fetch(
     publish(cache, version, &found, &resources, &record, tmp.path())
 }
 
-/// The package `spec` unpacked into `unpack_dir`: from npm's cache when it holds a copy with
-/// the right SHA-512 ([`npm_cache`]), else downloaded with `npm pack` into `tmp`; with the
-/// tarball's checksums as npm gave them.
+/// The package `spec` unpacked into a directory of `tmp` (returned): from npm's cache when it
+/// holds a copy with the right SHA-512 ([`npm_cache`]), else downloaded with `npm pack`; with
+/// the tarball's checksums as npm gave them.
 async fn obtain(
     npm: &Path,
     spec: &str,
     tmp: &Path,
-    unpack_dir: &Path,
     progress: &dyn Progress,
-) -> Result<(Unpacked, Packed)> {
+) -> Result<(Unpacked, Packed, PathBuf)> {
     if let Some(cached) = npm_cache::locate(npm, spec).await {
         progress.message(&format!("unpacking {spec} from npm's cache"));
-        // The hash is taken beside the unpack (another core), and checked before anything of
-        // the package is used.
-        let (unpacked, matches) = tokio::join!(
-            unpack(&cached.tarball, unpack_dir, progress),
-            npm_cache::has_sha512(&cached.tarball, &cached.sha512),
-        );
-        match matches.and(unpacked) {
+        let dir = tmp.join("from-npm-cache");
+        match from_npm_cache(&cached, &dir, progress).await {
             Ok(unpacked) => {
                 let packed = Packed {
                     tarball: cached.tarball,
                     shasum: cached.shasum,
                     integrity: Some(cached.integrity),
                 };
-                return Ok((unpacked, packed));
+                return Ok((unpacked, packed, dir));
             }
-            Err(e) => {
-                progress.message(&format!(
-                    "npm's cached copy of {spec} is not usable ({e:#}); downloading it again"
-                ));
-                let _ = std::fs::remove_dir_all(unpack_dir);
-            }
+            // What it unpacked stays apart, in its own directory, and goes with `tmp`.
+            Err(e) => progress.message(&format!(
+                "npm's cached copy of {spec} is not usable ({e:#}); downloading it again"
+            )),
         }
     }
+    let unpack_dir = tmp.join("unpacked");
     let packed = npm_pack(npm, spec, &tmp.join("pack"), progress).await?;
-    let unpacked = unpack(&packed.tarball, unpack_dir, progress)
+    let unpacked = unpack(&packed.tarball, &unpack_dir, progress)
         .await
         .with_context(|| {
             format!(
@@ -339,7 +331,30 @@ async fn obtain(
                 packed.tarball.display()
             )
         })?;
-    Ok((unpacked, packed))
+    Ok((unpacked, packed, unpack_dir))
+}
+
+/// Unpacks the copy in npm's cache into `dir`, hashing the same file beside the unpack
+/// (another core): an error unless its SHA-512 is the integrity's.
+async fn from_npm_cache(
+    cached: &npm_cache::Cached,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<Unpacked> {
+    use std::os::unix::fs::MetadataExt;
+    let path = &cached.tarball;
+    let open = || File::open(path).with_context(|| format!("cannot open {}", path.display()));
+    // Two opens (each with its own read-ahead), checked to be the same file.
+    let (file, copy) = (open()?, open()?);
+    let identity = |f: &File| f.metadata().map(|m| (m.dev(), m.ino())).ok();
+    if identity(&file).is_none() || identity(&file) != identity(&copy) {
+        bail!("{} changed while it was opened", path.display());
+    }
+    let (unpacked, matches) = tokio::join!(
+        unpack::unpack_file(file, path, dir, progress),
+        npm_cache::has_sha512(copy, path, &cached.sha512),
+    );
+    matches.and(unpacked)
 }
 
 /// Holds the per-version install lock until dropped.

@@ -6,7 +6,6 @@
 //! only a candidate: it is hashed while it is unpacked and the install keeps nothing unless
 //! its SHA-512 is the integrity's. Anything missing, late or different: `npm pack` as before.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -77,22 +76,24 @@ fn content_path(cache: &Path, integrity: &str) -> Option<(Vec<u8>, PathBuf)> {
     Some((digest, path))
 }
 
-/// Whether the file at `path` has the SHA-512 `want` (read on a blocking thread).
-pub(super) async fn has_sha512(path: &Path, want: &[u8]) -> Result<()> {
+/// Whether `file` (named `path` in messages) has the SHA-512 `want`, read on a blocking
+/// thread at its own offsets.
+pub(super) async fn has_sha512(file: std::fs::File, path: &Path, want: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
     let (path, want) = (path.to_owned(), want.to_vec());
     tokio::task::spawn_blocking(move || {
-        let mut file = std::fs::File::open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
         let mut digest = ring::digest::Context::new(&ring::digest::SHA512);
         let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
         loop {
             let n = file
-                .read(&mut buf)
+                .read_at(&mut buf, at)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             if n == 0 {
                 break;
             }
             digest.update(&buf[..n]);
+            at += n as u64;
         }
         if digest.finish().as_ref() != want.as_slice() {
             bail!(

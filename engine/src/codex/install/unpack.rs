@@ -33,10 +33,21 @@ const MAX_DESCRIPTOR_BYTES: u64 = 64 * 1024;
 /// skipped. Shows MB unpacked. Errors mean the tarball is corrupt (bad gzip or
 /// tar data, truncation, CRC mismatch).
 pub async fn unpack(tgz: &Path, dest: &Path, progress: &dyn Progress) -> Result<Unpacked> {
+    let file = File::open(tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
+    unpack_file(file, tgz, dest, progress).await
+}
+
+/// [`unpack`] from `file`, already open (`tgz` is its path, for the progress shown).
+pub(super) async fn unpack_file(
+    file: File,
+    tgz: &Path,
+    dest: &Path,
+    progress: &dyn Progress,
+) -> Result<Unpacked> {
     let counter = Arc::new(AtomicU64::new(0));
     let task = {
-        let (tgz, dest, counter) = (tgz.to_owned(), dest.to_owned(), Arc::clone(&counter));
-        tokio::task::spawn_blocking(move || unpack_blocking(&tgz, Some(&dest), &counter))
+        let (dest, counter) = (dest.to_owned(), Arc::clone(&counter));
+        tokio::task::spawn_blocking(move || unpack_blocking(file, Some(&dest), &counter))
     };
     let total = gzip_uncompressed_size(tgz);
     let started = Instant::now();
@@ -86,14 +97,13 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Synchronous body of [`unpack`].
+/// Synchronous body of [`unpack`], reading `file`.
 /// With `dest` `None` nothing is unpacked: the package is only listed.
 pub(super) fn unpack_blocking(
-    tgz: &Path,
+    file: File,
     dest: Option<&Path>,
     counter: &Arc<AtomicU64>,
 ) -> Result<Unpacked> {
-    let file = File::open(tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
     let compressed_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     if let Some(dest) = dest {
         std::fs::create_dir_all(dest)
@@ -232,8 +242,9 @@ pub(super) fn set_executable(path: &Path) -> Result<()> {
 /// Lists the package in the tarball `tgz` without unpacking anything.
 pub(super) async fn list_package(tgz: &Path) -> Result<PackageListing> {
     let tgz = tgz.to_owned();
+    let file = File::open(&tgz).with_context(|| format!("cannot open {}", tgz.display()))?;
     let counter = Arc::new(AtomicU64::new(0));
-    let unpacked = tokio::task::spawn_blocking(move || unpack_blocking(&tgz, None, &counter))
+    let unpacked = tokio::task::spawn_blocking(move || unpack_blocking(file, None, &counter))
         .await
         .context("the listing task panicked")??;
     Ok(unpacked.listing)
