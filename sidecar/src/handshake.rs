@@ -184,18 +184,13 @@ pub fn client_response(
 ) -> Result<Option<(Response<()>, usize)>, HandshakeError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut headers);
-    let used = match parsed.parse(bytes) {
-        Ok(httparse::Status::Complete(used)) => used,
-        Ok(httparse::Status::Partial) => return head_so_far(bytes).map(|()| None),
-        Err(e) => return Err(HandshakeError::Invalid(format!("a bad HTTP response: {e}"))),
+    let Some(used) = head_end(parsed.parse(bytes), bytes, "response")? else {
+        return Ok(None);
     };
     let mut response = Response::new(());
     *response.status_mut() = StatusCode::from_u16(parsed.code.unwrap_or(0))
         .map_err(|e| HandshakeError::Invalid(format!("a bad status: {e}")))?;
-    for header in parsed.headers.iter() {
-        let (name, value) = header_pair(header)?;
-        response.headers_mut().append(name, value);
-    }
+    append_headers(response.headers_mut(), parsed.headers)?;
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         let body = bytes[used..].to_vec();
         return Err(HandshakeError::Refused(Box::new(response.map(|()| body))));
@@ -362,10 +357,8 @@ where
 fn server_request(bytes: &[u8]) -> Result<Option<(Request<()>, usize)>, HandshakeError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Request::new(&mut headers);
-    let used = match parsed.parse(bytes) {
-        Ok(httparse::Status::Complete(used)) => used,
-        Ok(httparse::Status::Partial) => return head_so_far(bytes).map(|()| None),
-        Err(e) => return Err(HandshakeError::Invalid(format!("a bad HTTP request: {e}"))),
+    let Some(used) = head_end(parsed.parse(bytes), bytes, "request")? else {
+        return Ok(None);
     };
     if parsed.version != Some(1) {
         return Err(HandshakeError::Invalid("not HTTP/1.1".into()));
@@ -379,10 +372,7 @@ fn server_request(bytes: &[u8]) -> Result<Option<(Request<()>, usize)>, Handshak
     let mut request = Request::get(parsed.path.unwrap_or("/"))
         .body(())
         .map_err(|e| HandshakeError::Invalid(format!("a bad path: {e}")))?;
-    for header in parsed.headers.iter() {
-        let (name, value) = header_pair(header)?;
-        request.headers_mut().append(name, value);
-    }
+    append_headers(request.headers_mut(), parsed.headers)?;
     let headers = request.headers();
     if !headers.contains_key(HOST) {
         return Err(HandshakeError::Invalid("no Host".into()));
@@ -428,23 +418,36 @@ fn shown(url: &str) -> String {
     }
 }
 
-/// An incomplete head may still grow, up to [`MAX_HEAD`].
-fn head_so_far(bytes: &[u8]) -> Result<(), HandshakeError> {
-    if bytes.len() > MAX_HEAD {
-        return Err(HandshakeError::Invalid(format!(
-            "no end to the head in {MAX_HEAD} bytes"
-        )));
+/// Where a head that httparse read as `parsed` from `bytes` ends: `None` while it is
+/// incomplete (and may still grow, up to [`MAX_HEAD`]); `what` names it in errors.
+fn head_end(
+    parsed: httparse::Result<usize>,
+    bytes: &[u8],
+    what: &str,
+) -> Result<Option<usize>, HandshakeError> {
+    match parsed {
+        Ok(httparse::Status::Complete(used)) => Ok(Some(used)),
+        Ok(httparse::Status::Partial) if bytes.len() > MAX_HEAD => Err(HandshakeError::Invalid(
+            format!("no end to the head in {MAX_HEAD} bytes"),
+        )),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(e) => Err(HandshakeError::Invalid(format!("a bad HTTP {what}: {e}"))),
     }
-    Ok(())
 }
 
-/// One header line as `http`'s types.
-fn header_pair(header: &httparse::Header<'_>) -> Result<(HeaderName, HeaderValue), HandshakeError> {
-    let name = HeaderName::from_bytes(header.name.as_bytes())
-        .map_err(|e| HandshakeError::Invalid(format!("a bad header name: {e}")))?;
-    let value = HeaderValue::from_bytes(header.value)
-        .map_err(|e| HandshakeError::Invalid(format!("a bad value of {name}: {e}")))?;
-    Ok((name, value))
+/// Appends a head's header lines to `map`, as `http`'s types.
+fn append_headers(
+    map: &mut http::HeaderMap,
+    headers: &[httparse::Header<'_>],
+) -> Result<(), HandshakeError> {
+    for header in headers {
+        let name = HeaderName::from_bytes(header.name.as_bytes())
+            .map_err(|e| HandshakeError::Invalid(format!("a bad header name: {e}")))?;
+        let value = HeaderValue::from_bytes(header.value)
+            .map_err(|e| HandshakeError::Invalid(format!("a bad value of {name}: {e}")))?;
+        map.append(name, value);
+    }
+    Ok(())
 }
 
 /// Appends `name: value` and its line end.

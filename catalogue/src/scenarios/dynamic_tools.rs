@@ -235,7 +235,7 @@ async fn refused_specs(ctx: &Ctx) -> anyhow::Result<()> {
 async fn rich_output(ctx: &Ctx) -> anyhow::Result<()> {
     let url = format!(
         "data:image/png;base64,{}",
-        png::base64(&png::one_pixel([0, 128, 255, 255]))
+        codex_parity_sidecar::base64::encode(&png::one_pixel([0, 128, 255, 255]))
     );
     let result = json!({"contentItems": [
         {"type": "inputText", "text": "ticket T-1 has a screenshot"},

@@ -278,7 +278,10 @@ async fn image(ctx: &Ctx) -> anyhow::Result<()> {
     let urls = requests[0].message_input_image_urls("user");
     ensure_eq!(urls.len(), 1, "input_image parts of the user messages");
     let url = &urls[0];
-    let want = format!("data:image/png;base64,{}", png::base64(&bytes));
+    let want = format!(
+        "data:image/png;base64,{}",
+        codex_parity_sidecar::base64::encode(&bytes)
+    );
     ensure!(
         *url == want,
         "the input_image is not the file's PNG as a data URL: {}",

@@ -282,7 +282,10 @@ async fn image_input(ctx: &Ctx) -> anyhow::Result<()> {
     ];
     let (world, app, thread) = setup(ctx, script).await?;
     let pixel = png::one_pixel([255, 0, 0, 255]);
-    let url = format!("data:image/png;base64,{}", png::base64(&pixel));
+    let url = format!(
+        "data:image/png;base64,{}",
+        codex_parity_sidecar::base64::encode(&pixel)
+    );
     let first = run_turn(
         &app,
         &thread,

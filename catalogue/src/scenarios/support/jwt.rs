@@ -5,7 +5,7 @@
 use ring::hmac;
 use serde_json::{Value, json};
 
-use super::png::base64;
+use codex_parity_sidecar::base64;
 
 /// `header.claims.unsigned`: a token whose claims are read, never verified.
 pub fn unsigned(claims: &Value) -> String {
@@ -48,7 +48,7 @@ fn url_part(value: &Value) -> String {
 
 /// Unpadded URL-safe base64 of bytes.
 fn url_base64(bytes: &[u8]) -> String {
-    base64(bytes)
+    base64::encode(bytes)
         .trim_end_matches('=')
         .replace('+', "-")
         .replace('/', "_")

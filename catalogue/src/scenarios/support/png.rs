@@ -38,9 +38,6 @@ fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&crc.sum().to_be_bytes());
 }
 
-/// Standard base64 with padding (RFC 4648 §4), the sidecar's.
-pub use codex_parity_sidecar::base64::encode as base64;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -745,12 +745,7 @@ mod tests {
             "sha512-{}",
             codex_parity_sidecar::base64::encode(digest.as_ref())
         );
-        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        let content = dir
-            .join("cache/_cacache/content-v2/sha512")
-            .join(&hex[..2])
-            .join(&hex[2..4])
-            .join(&hex[4..]);
+        let (_, content) = npm_cache::content_path(&dir.join("cache"), &integrity).unwrap();
         std::fs::create_dir_all(content.parent().unwrap()).unwrap();
         std::fs::write(&content, cached).unwrap();
         let path = dir.join("npm-with-cache");
@@ -769,13 +764,17 @@ mod tests {
         path
     }
 
-    /// A copy in npm's cache with the integrity's SHA-512 is unpacked in place: no `npm pack`.
-    #[tokio::test]
-    async fn a_copy_in_npms_cache_is_used_without_npm_pack() {
+    /// What installing 0.161.0 with [`npm_with_cache`] did when npm's cache holds the package
+    /// of `cached_version`: the directory holding it all, the codex cache, the npm calls and
+    /// the messages.
+    async fn install_over_npms_cache(
+        cached_version: &str,
+    ) -> (tempfile::TempDir, Cache, String, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
-        let tgz = dir.path().join("pkg.tgz");
+        let (tgz, cached) = (dir.path().join("pkg.tgz"), dir.path().join("cached.tgz"));
         fake_package(&tgz, "0.161.0", "bin/codex");
-        let npm = npm_with_cache(dir.path(), &tgz, &std::fs::read(&tgz).unwrap());
+        fake_package(&cached, cached_version, "bin/codex");
+        let npm = npm_with_cache(dir.path(), &tgz, &std::fs::read(&cached).unwrap());
         let cache = Cache::new(dir.path().join("cache-of-codex"));
         let rec = Recorder::default();
         let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
@@ -783,6 +782,14 @@ mod tests {
             .unwrap();
         assert_eq!(bin.version, "0.161.0");
         let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        let said = rec.0.lock().unwrap().clone();
+        (dir, cache, calls, said)
+    }
+
+    /// A copy in npm's cache with the integrity's SHA-512 is unpacked in place: no `npm pack`.
+    #[tokio::test]
+    async fn a_copy_in_npms_cache_is_used_without_npm_pack() {
+        let (_dir, cache, calls, said) = install_over_npms_cache("0.161.0").await;
         assert!(!calls.contains("pack"), "{calls}");
         assert!(
             calls.contains("view @openai/codex@0.161.0-linux-x64 dist --json"),
@@ -791,7 +798,6 @@ mod tests {
         let record = read_record(&cache, "0.161.0").unwrap();
         assert!(record.tarball_integrity.unwrap().starts_with("sha512-"));
         assert_eq!(record.tarball_shasum.as_deref(), Some("s1"));
-        let said = rec.0.lock().unwrap().clone();
         assert!(
             said.iter().any(|m| m.contains("from npm's cache")),
             "{said:?}"
@@ -802,21 +808,8 @@ mod tests {
     /// downloads the package again, and the install says why.
     #[tokio::test]
     async fn a_cached_copy_that_does_not_match_is_downloaded_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let tgz = dir.path().join("pkg.tgz");
-        fake_package(&tgz, "0.161.0", "bin/codex");
-        let other = dir.path().join("other.tgz");
-        fake_package(&other, "0.162.0", "bin/codex");
-        let npm = npm_with_cache(dir.path(), &tgz, &std::fs::read(&other).unwrap());
-        let cache = Cache::new(dir.path().join("cache-of-codex"));
-        let rec = Recorder::default();
-        let bin = install_with(&cache, "0.161.0", &rec, &opts(npm))
-            .await
-            .unwrap();
-        assert_eq!(bin.version, "0.161.0");
-        let calls = std::fs::read_to_string(dir.path().join("npm-calls")).unwrap();
+        let (_dir, _, calls, said) = install_over_npms_cache("0.162.0").await;
         assert!(calls.lines().any(|l| l.starts_with("pack ")), "{calls}");
-        let said = rec.0.lock().unwrap().clone();
         assert!(
             said.iter()
                 .any(|m| m.contains("not usable") && m.contains("does not have the SHA-512")),

@@ -168,9 +168,20 @@ async fn run_npm_pack(
     Ok((status, stdout, stderr))
 }
 
+/// `npm` with its notices off (update, funding and audit messages), for every call the
+/// install makes.
+pub(super) fn quiet(npm: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(npm);
+    command
+        .env("npm_config_update_notifier", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_audit", "false");
+    command
+}
+
 /// Starts `npm pack <spec> --json` into `dest`, quiet and with npm's notices off.
 fn spawn_npm_pack(npm: &Path, spec: &str, dest: &Path, freshness: Freshness) -> Result<Child> {
-    let mut command = tokio::process::Command::new(npm);
+    let mut command = quiet(npm);
     command
         .arg("pack")
         .arg(spec)
@@ -182,9 +193,6 @@ fn spawn_npm_pack(npm: &Path, spec: &str, dest: &Path, freshness: Freshness) -> 
     }
     command
         .current_dir(dest)
-        .env("npm_config_update_notifier", "false")
-        .env("npm_config_fund", "false")
-        .env("npm_config_audit", "false")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -59,7 +59,7 @@ pub(super) async fn locate(npm: &Path, spec: &str) -> Option<Cached> {
 }
 
 /// The SHA-512 of an integrity string and the path of its content in the npm cache `cache`.
-fn content_path(cache: &Path, integrity: &str) -> Option<(Vec<u8>, PathBuf)> {
+pub(super) fn content_path(cache: &Path, integrity: &str) -> Option<(Vec<u8>, PathBuf)> {
     let encoded = integrity
         .split_whitespace()
         .find_map(|hash| hash.strip_prefix("sha512-"))?;
@@ -109,10 +109,9 @@ pub(super) async fn has_sha512(file: std::fs::File, path: &Path, want: &[u8]) ->
 
 /// Runs `npm ARGS` quietly, bounded by [`ASK_TIMEOUT`]: its standard output on success.
 async fn ask(npm: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let run = tokio::process::Command::new(npm)
+    let run = super::npm::quiet(npm)
         .args(args)
         .arg("--loglevel=error")
-        .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
