@@ -36,6 +36,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::wire::base64;
+use crate::wire::url::shown;
 
 /// The GUID every server appends to the client's key (RFC 6455 §1.3).
 const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -406,18 +407,6 @@ fn has_token(headers: &http::HeaderMap, name: HeaderName, token: &str) -> bool {
     })
 }
 
-/// `url` for messages: any `user:password@` in it replaced by `…@`.
-fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
-}
-
 /// Where a head that httparse read as `parsed` from `bytes` ends: `None` while it is
 /// incomplete (and may still grow, up to [`MAX_HEAD`]); `what` names it in errors.
 fn head_end(
@@ -553,7 +542,7 @@ mod tests {
             panic!("credentials taken");
         };
         assert!(
-            why.contains("ws://…@h/x") && !why.contains("s3cret"),
+            why.contains("ws://<redacted>@h/x") && !why.contains("s3cret"),
             "{why}"
         );
         let mut manual = Request::get("ws://me:s3cret@h:1/x").body(()).unwrap();

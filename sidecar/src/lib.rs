@@ -66,7 +66,7 @@ pub mod wire;
 
 pub use control::{cli, client, protocol, spawn};
 pub use mock::{captured, connection, decode, pairing, script, server, timing};
-pub use wire::{base64, bodies, compaction, events, rate_limits, sse, ws_frames};
+pub use wire::{base64, bodies, compaction, events, rate_limits, sse, url, ws_frames};
 
 pub use control::client::{Client, ClientError, Ready, ShutdownReply};
 pub use control::spawn::{Ended, Exit, SidecarProcess, Stderr};

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use codex_parity_sidecar::handshake::{self, HandshakeError};
+use codex_parity_sidecar::url::shown;
 use http::{HeaderMap, Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -27,23 +28,6 @@ use tokio_tungstenite::WebSocketStream;
 
 /// How long connecting to the upstream (TCP and TLS) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// `url` as it may be shown: its user information and its query or fragment replaced by
-/// `<redacted>`.
-pub fn shown(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (rest, tail) = match rest.find(['?', '#']) {
-        Some(at) => (&rest[..at], format!("{}<redacted>", &rest[at..at + 1])),
-        None => (rest, String::new()),
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("<redacted>@{host}"),
-        None => authority.to_string(),
-    };
-    let sep = if url.contains("://") { "://" } else { "" };
-    format!("{scheme}{sep}{authority}{path}{tail}")
-}
 
 /// The secret parts of an upstream URL, each with what it is: its user information, its
 /// query and fragment (a key in `?api_key=…`), for the recording's redactor.
